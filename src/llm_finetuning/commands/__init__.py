@@ -1,0 +1,1 @@
+"""One module per CLI verb. Each defines `command`, a click.Command; heavy imports stay inside it."""

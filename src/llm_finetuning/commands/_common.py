@@ -1,0 +1,48 @@
+"""Helpers shared by the verbs: loading a brief for a verb and printing errors the one way."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from llm_finetuning.errors import EXIT_UNUSABLE, BriefError, UnusableInput, render_errors
+
+
+def fail_unusable(exc: UnusableInput, as_json: bool = False) -> NoReturn:
+    """Print an unusable-input error (one line) and exit 2."""
+    if as_json:
+        click.echo(json.dumps({"error": exc.reason, "fix": exc.fix, "path": exc.path}))
+    else:
+        click.echo(f"error: {exc.line()}", err=True)
+    sys.exit(EXIT_UNUSABLE)
+
+
+def fail_brief(errors: list[BriefError], brief_path: Path, as_json: bool = False) -> NoReturn:
+    """Print every brief error and exit 2."""
+    if as_json:
+        click.echo(render_errors(errors, as_json=True))
+    else:
+        click.echo(render_errors(errors, header=f"{brief_path}: {len(errors)} problem(s)"), err=True)
+    sys.exit(EXIT_UNUSABLE)
+
+
+def load_checked_brief(path: str, as_json: bool = False) -> Any:
+    """A valid Brief, or exit 2 with every error printed."""
+    from llm_finetuning.brief import load_brief
+
+    try:
+        brief, errors = load_brief(path)
+    except UnusableInput as exc:
+        fail_unusable(exc, as_json)
+    if errors:
+        fail_brief(errors, Path(path), as_json)
+    return brief
+
+
+def not_yet(verb: str) -> NoReturn:
+    click.echo(f"finetune {verb}: not yet available in this version of llm-finetuning.", err=True)
+    sys.exit(EXIT_UNUSABLE)

@@ -1,0 +1,158 @@
+"""Names and argument schemas of the built-in rewards, and resolution of custom `module:function` rewards.
+
+Pure: importing this module loads no reward implementation and no ML library, so `finetune check` and
+`finetune gate` can validate reward specs in milliseconds. `build_reward` (used by score, inspect and
+launch) imports the implementation lazily.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Rewards whose value is computed by code from the completion and the data: a verifiable signal.
+VERIFIERS = ("exact_match", "json_schema", "unit_tests")
+
+# name -> (implementation "module:Class", JSON Schema of `args`)
+BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
+    "exact_match": (
+        "llm_finetuning.rewards.exact_match:ExactMatch",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "answer_field": {"type": "string", "minLength": 1, "default": "answer"},
+                "extract": {
+                    "type": "string",
+                    "pattern": r"^(auto|boxed|hash|last_number|regex:.+)$",
+                    "default": "auto",
+                },
+                "math_verify": {"type": "boolean", "default": True},
+                "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600, "default": 5.0},
+            },
+        },
+    ),
+    "json_schema": (
+        "llm_finetuning.rewards.json_schema:JsonSchema",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "schema": {"type": "object"},
+                "schema_field": {"type": "string", "minLength": 1},
+                "mode": {"enum": ["strict", "partial"], "default": "strict"},
+                "fenced": {"type": "boolean", "default": True},
+            },
+            "oneOf": [{"required": ["schema"]}, {"required": ["schema_field"]}],
+        },
+    ),
+    "unit_tests": (
+        "llm_finetuning.rewards.unit_tests:UnitTests",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "tests_field": {"type": "string", "minLength": 1},
+                "io_field": {"type": "string", "minLength": 1},
+                "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600, "default": 10.0},
+                "memory_mb": {"type": "integer", "minimum": 16, "maximum": 65536, "default": 512},
+            },
+            "not": {"required": ["tests_field", "io_field"]},
+        },
+    ),
+    "length_penalty": (
+        "llm_finetuning.rewards.length_penalty:LengthPenalty",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_length": {"type": ["integer", "null"], "minimum": 1, "default": None},
+                "buffer": {"type": ["integer", "null"], "minimum": 1, "default": None},
+                "unit": {"enum": ["tokens", "chars"], "default": "tokens"},
+            },
+        },
+    ),
+    "judge": (
+        "llm_finetuning.rewards.judge:Judge",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["endpoint", "model", "rubric"],
+            "properties": {
+                "endpoint": {"type": "string", "pattern": "^https?://"},
+                "model": {"type": "string", "minLength": 1},
+                "rubric": {"type": "string", "minLength": 1},
+                "min_agreement": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.8},
+                "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600, "default": 30.0},
+                "max_retries": {"type": "integer", "minimum": 0, "maximum": 20, "default": 3},
+                "concurrency": {"type": "integer", "minimum": 1, "maximum": 256, "default": 8},
+                "api_key_env": {"type": ["string", "null"], "default": None},
+            },
+        },
+    ),
+}
+
+
+def builtin_names() -> list[str]:
+    return sorted(BUILTINS)
+
+
+def is_custom(fn: str) -> bool:
+    return ":" in fn
+
+
+@dataclass(frozen=True)
+class CustomLocation:
+    module: str
+    function: str
+    file: Path | None
+
+
+def locate_custom(fn: str, search_dir: Path) -> tuple[CustomLocation | None, str]:
+    """Find `module:function` without importing it. Returns (location, problem)."""
+    module, _, function = fn.partition(":")
+    if not module or not function or not all(p.isidentifier() for p in module.split(".")) or not function.isidentifier():
+        return None, f"'{fn}' is not of the form module:function"
+    candidate = search_dir / Path(*module.split(".")).with_suffix(".py")
+    file: Path | None = candidate if candidate.is_file() else None
+    if file is None:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            return None, f"module '{module}' was not found next to the brief nor on the Python path"
+        file = Path(spec.origin)
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        return None, f"module '{module}' ({file}) cannot be parsed: {exc}"
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.ImportFrom, ast.Import)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    if function not in names:
+        return None, f"module '{module}' ({file}) defines no top-level '{function}'"
+    return CustomLocation(module, function, file), ""
+
+
+def load_custom(fn: str, search_dir: Path) -> Callable[..., Any]:
+    """Import a custom reward (executes user code: only for score, inspect and launch)."""
+    module, _, function = fn.partition(":")
+    if str(search_dir) not in sys.path:
+        sys.path.insert(0, str(search_dir))
+    mod = importlib.import_module(module)
+    obj = getattr(mod, function)
+    if not callable(obj):
+        raise TypeError(f"{fn} is not callable")
+    return obj  # type: ignore[no-any-return]
