@@ -31,6 +31,9 @@ def _type_name(value: Any) -> str:
 
 
 def _example_for(sub: dict[str, Any]) -> str:
+    if sub.get("type") == "object" and sub.get("required"):
+        inner = ", ".join(f"{k}: {_example_for(sub['properties'].get(k, {}))}" for k in sub["required"])
+        return "{" + inner + "}"
     if "default" in sub and sub["default"] is not None:
         return short_repr(sub["default"])
     if "enum" in sub:
@@ -64,6 +67,10 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
             hint = f"rename it to `{close[0]}`" if close else f"remove it (known fields: {', '.join(known)})"
             out.append(BriefError(format_path([*parts, str(k)]), "is not a field of the brief", hint))
         return out
+    if v in ("enum", "const") and parts == ["method"]:
+        return [BriefError(path, f"found {short_repr(inst)}; this product trains GRPO only",
+                           "set `method: grpo`; for preference pairs use the preference-optimization skill (DPO), "
+                           "for demonstrations the lora-qlora-recipes skill (SFT)")]
     if v in ("enum", "const"):
         allowed = sch.get("enum", [sch.get("const")])
         shown = " | ".join(str(a) for a in allowed if a is not None)
@@ -74,7 +81,7 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
         want = sch.get("type")
         want_s = " or ".join(want) if isinstance(want, list) else str(want)
         return [BriefError(path, f"found {_type_name(inst)} {short_repr(inst)}; expected {want_s}",
-                           f"write a {want_s} here (e.g. {_example_for(sch)})")]
+                           f"write {'an' if want_s[0] in 'aeiou' else 'a'} {want_s} here (e.g. {_example_for(sch)})")]
     if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         word = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[str(v)]
         return [BriefError(path, f"found {short_repr(inst)}; must be {word} {err.validator_value}",
@@ -88,7 +95,10 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
     if v in ("maxLength", "maxItems"):
         return [BriefError(path, f"is too long (limit {err.validator_value})", "shorten it")]
     if v == "oneOf" and isinstance(inst, dict):
-        return [BriefError(path, "needs exactly one of the alternatives", f"see the reward's args: {err.message}")]
+        options = [" + ".join(o.get("required", [])) for o in err.validator_value if isinstance(o, dict)]
+        given = [o for o in options if o and all(k in inst for k in o.split(" + "))]
+        what = "sets " + " and ".join(given) if len(given) > 1 else "sets none of " + " / ".join(options)
+        return [BriefError(path, what, f"give exactly one of: {' / '.join(options)}")]
     if v == "not":
         return [BriefError(path, "combines fields that exclude each other", "keep only one of them")]
     return [BriefError(path, err.message, "see references/brief-fields.md")]

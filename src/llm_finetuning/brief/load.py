@@ -75,6 +75,8 @@ def load_yaml_text(text: str, source: str = "<brief>") -> dict[str, Any]:
         raise UnusableInput(f"{source} is not valid YAML: {_one_line(exc)}", "fix the YAML at that line") from None
     except RecursionError:
         raise UnusableInput(f"{source} nests too deeply to be a brief", "flatten the YAML") from None
+    if not docs:
+        raise UnusableInput(f"{source} is empty", "start from examples/math-exact/brief.yaml")
     if len(docs) != 1:
         raise UnusableInput(f"{source} holds {len(docs)} YAML documents; a brief is exactly one",
                             "keep one document (remove the extra '---')")

@@ -1,0 +1,92 @@
+"""Generate references/brief-fields.md from the brief's JSON Schema (the single source of truth).
+
+`python -m llm_finetuning.brief.docgen` rewrites the page; `--check` exits 1 when it is stale (CI).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.brief import schema
+
+PAGE = Path("references/brief-fields.md")
+
+
+def _type(node: dict[str, Any]) -> str:
+    if "enum" in node:
+        return " \\| ".join("null" if e is None else f"`{e}`" for e in node["enum"])
+    if "const" in node:
+        return f"`{node['const']}`"
+    if "anyOf" in node:
+        return " or ".join(_type(n) for n in node["anyOf"])
+    t = node.get("type", "any")
+    return " or ".join(t) if isinstance(t, list) else str(t)
+
+
+def _bounds(node: dict[str, Any]) -> str:
+    parts = []
+    for key, word in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("pattern", "matches")):
+        if key in node:
+            parts.append(f"{word} `{node[key]}`")
+    return ", ".join(parts)
+
+
+def _rows(node: dict[str, Any], prefix: str, required: set[str]) -> list[str]:
+    rows = []
+    for key, sub in node.get("properties", {}).items():
+        path = f"{prefix}{key}"
+        default = "required" if key in required else (
+            f"`{json.dumps(sub['default'])}`" if "default" in sub else "optional")
+        desc = sub.get("description", "").replace("|", "\\|")
+        bounds = _bounds(sub)
+        rows.append(f"| `{path}` | {_type(sub)} | {default} | {desc}{' (' + bounds + ')' if bounds else ''} |")
+        if sub.get("type") == "object" and "properties" in sub:
+            rows += _rows(sub, f"{path}.", set(sub.get("required", [])))
+        items = sub.get("items", {})
+        if sub.get("type") == "array" and "properties" in items:
+            rows += _rows(items, f"{path}[].", set(items.get("required", [])))
+    return rows
+
+
+def render() -> str:
+    s = schema()
+    lines = [
+        "# Brief fields (format version 1)",
+        "",
+        "<!-- Generated from src/llm_finetuning/brief/brief.schema.json by "
+        "`python -m llm_finetuning.brief.docgen`. Do not edit by hand; CI fails when this page is stale. -->",
+        "",
+        s["description"],
+        "",
+        "Paths are resolved relative to the brief's folder. Reward `args` are described in "
+        "[reward-functions.md](reward-functions.md). Check a brief with `finetune check BRIEF`.",
+        "",
+        "| field | type | default | meaning |",
+        "| --- | --- | --- | --- |",
+        *_rows(s, "", set(s.get("required", []))),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    root = Path(args[args.index("--root") + 1]) if "--root" in args else Path.cwd()
+    page = root / PAGE
+    text = render()
+    if "--check" in args:
+        if not page.is_file() or page.read_text(encoding="utf-8") != text:
+            print(f"{page} is stale: run `python -m llm_finetuning.brief.docgen`", file=sys.stderr)
+            return 1
+        return 0
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(text, encoding="utf-8")
+    print(f"wrote {page}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
