@@ -1,0 +1,99 @@
+"""Atomic writes, canonical JSON and sha256 helpers shared by the record formats.
+
+Every record write goes through `atomic_write_bytes`: a temporary file in the same folder, fsync,
+`os.replace`, then an fsync of the folder, so a reader sees the old record or the new one, never half.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.errors import UnusableInput
+
+MAX_RECORD_BYTES = 64 << 20
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The bytes hashed for bindings and seals: sorted keys, no whitespace, UTF-8."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_json(obj: Any) -> str:
+    return sha256_bytes(canonical_json(obj))
+
+
+def sha256_file(path: Path) -> str | None:
+    """sha256 of a file's bytes, or None when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers never see a partial file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """A JSON object from `path`, or UnusableInput saying why it cannot be read."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise UnusableInput(f"{what} {path} does not exist", "", str(path)) from None
+    if size > MAX_RECORD_BYTES:
+        raise UnusableInput(f"{what} {path} is {size >> 20} MiB; records are small JSON files", "", str(path))
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UnusableInput(f"{what} {path} is not readable JSON ({exc})", "", str(path)) from None
+    if not isinstance(obj, dict):
+        raise UnusableInput(f"{what} {path} holds a {type(obj).__name__}, not a JSON object", "", str(path))
+    return obj

@@ -1,0 +1,211 @@
+"""What a record is bound to, computed the same way when a record is written and when it is verified.
+
+A record binds by sha256 to: the reward specs of the brief (each `rewards[i]` entry with defaults),
+the source files of every reward function used, the model (id, revision, GGUF file, and a light
+fingerprint of a local model directory), and the data or samples it was computed from. Pure: reads
+files, imports no reward code and no ML library.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import llm_finetuning
+from llm_finetuning.records._io import sha256_bytes, sha256_file, sha256_json
+from llm_finetuning.rewards import registry
+
+PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+
+
+def reward_names(rewards: list[dict[str, Any]]) -> list[str]:
+    """Each reward's metric name: its `fn`, suffixed `#2`, `#3` where a name repeats (TRL `__name__`)."""
+    seen: dict[str, int] = {}
+    names = []
+    for spec in rewards:
+        fn = str(spec.get("fn"))
+        seen[fn] = seen.get(fn, 0) + 1
+        names.append(fn if seen[fn] == 1 else f"{fn}#{seen[fn]}")
+    return names
+
+
+def _builtin_module_file(fn: str) -> Path | None:
+    """The built-in reward's module file, found from its registry entry without importing it."""
+    entry = registry.BUILTINS.get(fn)
+    if entry is None:
+        return None
+    module = entry[0].partition(":")[0]
+    parts = module.split(".")
+    if parts[0] == "llm_finetuning":
+        return PACKAGE_DIR.joinpath(*parts[1:]).with_suffix(".py")
+    spec = importlib.util.find_spec(parts[0])  # top level only: never imports the reward module itself
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).joinpath(*parts[1:]).with_suffix(".py")
+
+
+def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
+    """Source files whose bytes bind a record to the code of reward `fn`.
+
+    Uses `llm_finetuning.rewards.reward_source_files` (the rewards area's own answer, which also lists
+    the helper modules a built-in imports) when it exists; otherwise the built-in's module file, or the
+    custom module's file as `registry.locate_custom` finds it.
+    """
+    try:
+        rewards_pkg = importlib.import_module("llm_finetuning.rewards")
+        provided = getattr(rewards_pkg, "reward_source_files", None)
+    except ImportError:
+        provided = None
+    if provided is not None:
+        return [Path(p) for p in provided(fn, brief_folder)]
+    if registry.is_custom(fn):
+        location, _ = registry.locate_custom(fn, brief_folder)
+        return [location.file] if location is not None and location.file is not None else []
+    file = _builtin_module_file(fn)
+    return [file] if file is not None else []
+
+
+def file_label(path: Path, brief_folder: Path) -> str:
+    """A stable, readable name for a bound file: package-relative, brief-relative, or absolute."""
+    p = path.resolve()
+    for root, prefix in ((PACKAGE_DIR, "llm_finetuning/"), (brief_folder.resolve(), "")):
+        try:
+            return prefix + p.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return p.as_posix()
+
+
+def reward_bindings(rewards: list[dict[str, Any]], brief_folder: Path) -> list[dict[str, Any]]:
+    """Per reward: name, fn, sha256 of its spec, and sha256 of each of its source files."""
+    out = []
+    for name, spec in zip(reward_names(rewards), rewards, strict=True):
+        fn = str(spec.get("fn"))
+        code: dict[str, str] = {}
+        for f in reward_source_files(fn, brief_folder):
+            code[file_label(f, brief_folder)] = sha256_file(f) or "unreadable"
+        out.append({"name": name, "fn": fn, "spec_sha256": sha256_json(spec), "code": code})
+    return out
+
+
+def code_sha256(bound: list[dict[str, Any]]) -> str:
+    return sha256_json(sorted({k: v for b in bound for k, v in b["code"].items()}.items()))
+
+
+def model_is_local(model_id: str, brief_folder: Path) -> bool:
+    return model_id.startswith((".", "/", "~")) or (brief_folder / model_id).exists()
+
+
+def model_fingerprint(model: dict[str, Any], brief_folder: Path) -> str:
+    """A cheap, stable fingerprint of the model the brief names.
+
+    Hub ids: `hub:<id>@<revision>`. Local directories: the sha256 of config.json plus the name and size
+    of every weight file (hashing gigabytes of weights would make the gate slow; a retrained model in
+    place changes its sizes or config in practice, and the sampler's own identity is bound as well).
+    """
+    mid = str(model.get("id", ""))
+    if mid.startswith("embedded:"):
+        return mid
+    if not model_is_local(mid, brief_folder):
+        return f"hub:{mid}@{model.get('revision') or 'main'}"
+    d = Path(mid).expanduser()
+    d = d if d.is_absolute() else brief_folder / d
+    parts: list[Any] = [sha256_file(d / "config.json") or "no-config"]
+    try:
+        files = sorted(p for p in d.iterdir() if p.name.endswith(WEIGHT_SUFFIXES))
+    except OSError:
+        files = []
+    parts += [[p.name, p.stat().st_size] for p in files]
+    if model.get("gguf_file"):
+        parts.append(["gguf_file", str(model["gguf_file"])])
+    return "local:" + sha256_json(parts)
+
+
+def model_binding(model: dict[str, Any], brief_folder: Path, identity: str | None) -> dict[str, Any]:
+    return {
+        "id": model.get("id"),
+        "revision": model.get("revision"),
+        "gguf_file": model.get("gguf_file"),
+        "fingerprint": model_fingerprint(model, brief_folder),
+        "identity": identity,
+    }
+
+
+def data_binding(data: dict[str, Any], brief_folder: Path) -> tuple[str, str]:
+    """(source, sha256) of the prompts a baseline samples from: data.eval when set, else data.train."""
+    ref = str(data.get("eval") or data.get("train") or "")
+    p = Path(ref).expanduser()
+    p = p if p.is_absolute() else brief_folder / p
+    if p.is_file():
+        return ref, sha256_file(p) or "unreadable"
+    return ref, sha256_bytes(f"hub:{ref}:{data.get('split', 'train')}".encode())
+
+
+def current_bindings(brief: Any, model_identity: str | None) -> dict[str, Any]:
+    """The bindings a record written now for `brief` would carry (shared by baseline and inspection)."""
+    rewards = list(brief.data.get("rewards", []))
+    bound = reward_bindings(rewards, brief.folder)
+    source, data_sha = data_binding(brief.section("data"), brief.folder)
+    return {
+        "rewards_spec_sha256": sha256_json(rewards),
+        "rewards": bound,
+        "reward_code_sha256": code_sha256(bound),
+        "model": model_binding(brief.section("model"), brief.folder, model_identity),
+        "data_source": source,
+        "data_sha256": data_sha,
+    }
+
+
+def stale_problems(stored: dict[str, Any], current: dict[str, Any], fix: str,
+                   check_identity: bool, check_data: bool = False) -> list[Any]:
+    """Problems naming exactly what changed between a record's bindings and the brief's now."""
+    from llm_finetuning.records.problem import Problem
+
+    problems: list[Problem] = []
+    old_rewards = {b.get("name"): b for b in stored.get("rewards", []) if isinstance(b, dict)}
+    new_rewards = {b["name"]: b for b in current["rewards"]}
+    spec_changes = []
+    code_changes = []
+    for i, (name, new) in enumerate(new_rewards.items()):
+        old = old_rewards.get(name)
+        if old is None:
+            spec_changes.append(f"rewards[{i}] ({name}) was added")
+            continue
+        if old.get("spec_sha256") != new["spec_sha256"]:
+            spec_changes.append(f"rewards[{i}] ({name}) fn/weight/args changed")
+        old_code = old.get("code", {}) if isinstance(old.get("code"), dict) else {}
+        for label in sorted(set(old_code) | set(new["code"])):
+            if label not in new["code"]:
+                code_changes.append(f"{label} is no longer part of {name}")
+            elif label not in old_code:
+                code_changes.append(f"{label} is new in {name}")
+            elif old_code[label] != new["code"][label]:
+                code_changes.append(f"{label} ({name}) changed")
+    for name in old_rewards:
+        if name not in new_rewards:
+            spec_changes.append(f"reward {name} was removed")
+    if not spec_changes and stored.get("rewards_spec_sha256") != current["rewards_spec_sha256"]:
+        spec_changes.append("the rewards list changed (order or content)")
+    if spec_changes:
+        problems.append(Problem("stale", "rewards_spec", "reward specs changed since the record: "
+                                + "; ".join(spec_changes), fix))
+    if code_changes:
+        problems.append(Problem("stale", "reward_code", "reward code changed since the record: "
+                                + "; ".join(dict.fromkeys(code_changes)), fix))
+    old_model = stored.get("model", {}) if isinstance(stored.get("model"), dict) else {}
+    new_model = current["model"]
+    changed = [f"model.{k}: {old_model.get(k)!r} -> {new_model[k]!r}" for k in ("id", "revision", "gguf_file")
+               if old_model.get(k) != new_model[k]]
+    if not changed and old_model.get("fingerprint") != new_model["fingerprint"]:
+        changed.append(f"the files of model {new_model['id']!r} changed (config.json or weight files)")
+    if check_identity and new_model["identity"] is not None and old_model.get("identity") != new_model["identity"]:
+        changed.append(f"model identity {old_model.get('identity')!r} -> {new_model['identity']!r}")
+    if changed:
+        problems.append(Problem("stale", "model", "the model changed since the record: " + "; ".join(changed), fix))
+    if check_data and stored.get("data_sha256") != current["data_sha256"]:
+        problems.append(Problem("stale", "data", f"the prompts ({current['data_source']}) changed since the record",
+                                fix))
+    return problems

@@ -1,0 +1,333 @@
+"""The reward inspection record: scored samples a person reviewed, sealed, and bound to what they judged.
+
+Files: `<record>.json` (this format) and `<record>.samples.jsonl` beside it (one sample a line: id,
+prompt, completion, rewards {name: value}, and the reference fields of the data row).
+
+Life cycle (a library API; `finetune inspect` and `finetune review` are thin shells over it):
+
+1. `create_inspection(brief, samples, record_path, model_identity)` writes both files, unreviewed.
+2. `set_verdict(record, sample_id, verdict, note)` + `save_progress(path, record)` record each verdict
+   (`agree` | `disagree` | `unsure`) as the person goes.
+3. `seal(path, reviewer)` needs a verdict on every sample; it adds the reviewer and the time and a
+   sha256 over everything in the record (bindings, per-sample hashes, verdicts, notes, reviewer, time).
+   A record with disagreements can be sealed: the seal says what the person saw, and the gate then
+   rejects it listing the disputed samples (fix the reward, then inspect again).
+4. `verify_inspection(brief, path, model_identity)` returns every `Problem`: missing or malformed,
+   tampered (the record or the samples edited after sealing, naming the part or the sample), stale (reward
+   specs, reward code, model: naming exactly what changed), unsealed, incomplete, wrong size, disagreement.
+
+The seal guards against accidents and rubber-stamping, not against a forger: anyone can recompute a sha256.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.errors import UnusableInput
+from llm_finetuning.records._io import (
+    atomic_write_bytes,
+    atomic_write_json,
+    canonical_json,
+    read_json_object,
+    sha256_bytes,
+    sha256_json,
+    utc_now,
+)
+from llm_finetuning.records.bindings import current_bindings, reward_names, stale_problems
+from llm_finetuning.records.problem import KINDS, Problem
+
+FORMAT = "llm-finetuning/inspection@1"
+FORMAT_PREFIX = "llm-finetuning/inspection@"
+VERDICTS = ("agree", "disagree", "unsure")
+MIN_SAMPLES = 50
+MAX_SAMPLES = 100
+SEALED_PARTS = ("meta", "bindings", "samples", "review")
+
+
+class RecordError(ValueError):
+    """A record API used on a record in the wrong state (sealed, incomplete, unknown sample)."""
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+
+def samples_path(record_path: Path) -> Path:
+    """`records/inspection.json` -> `records/inspection.samples.jsonl`."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.stem + ".samples.jsonl")
+
+
+def _sample_line(sample: dict[str, Any]) -> bytes:
+    return json.dumps(sample, ensure_ascii=False, sort_keys=True, allow_nan=False).encode("utf-8") + b"\n"
+
+
+def create_inspection(brief: Any, samples: list[dict[str, Any]], record_path: Path,
+                      model_identity: str | None) -> dict[str, Any]:
+    """Write the samples file and the unreviewed record bound to the brief's rewards, code and model.
+
+    Each sample needs `prompt`, `completion` and `rewards` ({reward name: value}); a missing `id` becomes
+    `s000`, `s001`, ... Returns the record written.
+    """
+    record_path = Path(record_path)
+    names = reward_names(list(brief.data.get("rewards", [])))
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, s in enumerate(samples):
+        if not isinstance(s, dict) or "completion" not in s or "prompt" not in s:
+            raise RecordError(f"sample {i} needs prompt and completion")
+        row = dict(s)
+        row["id"] = str(row.get("id") or f"s{i:03d}")
+        if row["id"] in seen:
+            raise RecordError(f"sample id {row['id']!r} repeats")
+        seen.add(row["id"])
+        rewards = row.get("rewards")
+        if not isinstance(rewards, dict) or sorted(rewards) != sorted(names):
+            raise RecordError(f"sample {row['id']} scores {sorted(rewards or {})}; the brief's rewards are {names}")
+        rows.append(row)
+    lines = [_sample_line(r) for r in rows]
+    spath = samples_path(record_path)
+    atomic_write_bytes(spath, b"".join(lines))
+    bindings = current_bindings(brief, model_identity)
+    bindings.pop("data_source")
+    bindings.pop("data_sha256")
+    bindings["samples_sha256"] = sha256_bytes(b"".join(lines))
+    record: dict[str, Any] = {
+        "format": FORMAT,
+        "brief": {"name": brief.name, "sha256": brief.sha256},
+        "created_at": utc_now(),
+        "samples_file": spath.name,
+        "samples": [{"id": r["id"], "sha256": sha256_bytes(line)} for r, line in zip(rows, lines, strict=True)],
+        "bindings": bindings,
+        "verdicts": {},
+        "review": None,
+        "seal": None,
+    }
+    atomic_write_json(record_path, record)
+    return record
+
+
+def _check_structure(rec: dict[str, Any], path: Path) -> None:
+    fmt = rec.get("format")
+    if fmt != FORMAT:
+        if isinstance(fmt, str) and fmt.startswith(FORMAT_PREFIX):
+            raise UnusableInput(f"{path} is {fmt}; this llm-finetuning reads {FORMAT}",
+                                "upgrade llm-finetuning, or run `finetune inspect` again", str(path))
+        raise UnusableInput(f"{path} is not an inspection record (format {fmt!r}, expected {FORMAT})",
+                            "point records.inspection at the file `finetune inspect` wrote", str(path))
+    expected = {"brief": dict, "created_at": str, "samples_file": str, "samples": list, "bindings": dict,
+                "verdicts": dict}
+    for key, typ in expected.items():
+        if not isinstance(rec.get(key), typ):
+            raise UnusableInput(f"{path}: field {key!r} is missing or not a {typ.__name__}",
+                                "run `finetune inspect` again", str(path))
+    for key in ("review", "seal"):
+        if rec.get(key) is not None and not isinstance(rec.get(key), dict):
+            raise UnusableInput(f"{path}: field {key!r} is not an object", "run `finetune inspect` again", str(path))
+    for s in rec["samples"]:
+        if not (isinstance(s, dict) and isinstance(s.get("id"), str) and isinstance(s.get("sha256"), str)):
+            raise UnusableInput(f"{path}: an entry of 'samples' lacks id/sha256", "run `finetune inspect` again",
+                                str(path))
+
+
+def load_inspection(path: Path) -> dict[str, Any]:
+    """The record at `path`, structurally checked; UnusableInput when it is not one."""
+    rec = read_json_object(Path(path), "inspection record")
+    _check_structure(rec, Path(path))
+    return rec
+
+
+def load_samples(record_path: Path) -> list[dict[str, Any]]:
+    """The samples beside a record, in order (for `finetune review` to show)."""
+    spath = samples_path(record_path)
+    try:
+        text = spath.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnusableInput(f"samples file {spath} cannot be read ({exc})", "run `finetune inspect` again",
+                            str(spath)) from None
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            raise UnusableInput(f"{spath} line {n} is not JSON", "run `finetune inspect` again", str(spath)) from None
+        out.append(obj)
+    return out
+
+
+def is_sealed(record: dict[str, Any]) -> bool:
+    return isinstance(record.get("seal"), dict)
+
+
+def set_verdict(record: dict[str, Any], sample_id: str, verdict: str, note: str = "") -> dict[str, Any]:
+    """Record the person's verdict on one sample (in memory; `save_progress` writes it)."""
+    if is_sealed(record):
+        raise RecordError("the record is sealed; verdicts cannot change",
+                          "run `finetune inspect BRIEF` for a new record")
+    if verdict not in VERDICTS:
+        raise RecordError(f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
+    if sample_id not in {s["id"] for s in record["samples"]}:
+        raise RecordError(f"no sample {sample_id!r} in this record")
+    record["verdicts"][sample_id] = {"verdict": verdict, "note": str(note), "at": utc_now()}
+    return record
+
+
+def save_progress(path: Path, record: dict[str, Any]) -> None:
+    """Write an unsealed record atomically (a review can stop and resume)."""
+    if is_sealed(record):
+        raise RecordError("the record is sealed; it is never rewritten", "run `finetune inspect BRIEF` again")
+    atomic_write_json(Path(path), record)
+
+
+def _parts(record: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: record.get(k) for k in ("format", "brief", "created_at", "samples_file")}
+    return {
+        "meta": sha256_json(meta),
+        "bindings": sha256_json(record.get("bindings")),
+        "samples": sha256_json(record.get("samples")),
+        "review": sha256_json(record.get("review")),
+        "verdicts": {sid: sha256_json(v) for sid, v in sorted(record.get("verdicts", {}).items())},
+    }
+
+
+def _seal_digest(record: dict[str, Any]) -> str:
+    body = {k: v for k, v in record.items() if k != "seal"}
+    return sha256_bytes(canonical_json(body))
+
+
+def missing_verdicts(record: dict[str, Any]) -> list[str]:
+    return [s["id"] for s in record["samples"] if s["id"] not in record["verdicts"]]
+
+
+def disagreements(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """(sample id, note) of every sample the person disagreed with, in sample order."""
+    out = []
+    for s in record["samples"]:
+        v = record["verdicts"].get(s["id"])
+        if isinstance(v, dict) and v.get("verdict") == "disagree":
+            out.append((s["id"], str(v.get("note", ""))))
+    return out
+
+
+def seal(path: Path, reviewer: str) -> dict[str, Any]:
+    """Seal a fully reviewed record: reviewer, time, and a sha256 over all of it. Returns the record."""
+    path = Path(path)
+    record = load_inspection(path)
+    if is_sealed(record):
+        raise RecordError(f"{path} is already sealed", "run `finetune inspect BRIEF` for a new record")
+    if not reviewer.strip():
+        raise RecordError("the reviewer's name is empty", "give the name of the person who reviewed")
+    missing = missing_verdicts(record)
+    if missing:
+        raise RecordError(f"{len(missing)} sample(s) have no verdict: {', '.join(missing[:10])}",
+                          f"finish `finetune review {path}`")
+    stray = sorted(set(record["verdicts"]) - {s["id"] for s in record["samples"]})
+    if stray:
+        raise RecordError(f"verdicts for unknown samples: {', '.join(stray)}", "run `finetune inspect BRIEF` again")
+    now = _samples_digest(path, record)
+    if now != record["bindings"].get("samples_sha256"):
+        raise RecordError(f"{samples_path(path)} changed since `finetune inspect` wrote it",
+                          "run `finetune inspect BRIEF` again")
+    counts = {v: sum(1 for x in record["verdicts"].values() if x.get("verdict") == v) for v in VERDICTS}
+    record["review"] = {"reviewer": reviewer.strip(), "sealed_at": utc_now(), "counts": counts}
+    record["seal"] = {"algorithm": "sha256", "parts": _parts(record), "sha256": _seal_digest(record)}
+    atomic_write_json(path, record)
+    return record
+
+
+def _samples_digest(path: Path, record: dict[str, Any]) -> str | None:
+    spath = Path(path).with_name(str(record.get("samples_file") or samples_path(path).name))
+    try:
+        return sha256_bytes(spath.read_bytes())
+    except OSError:
+        return None
+
+
+def _tamper_problems(record: dict[str, Any]) -> list[Problem]:
+    s = record["seal"]
+    if _seal_digest(record) == s.get("sha256"):
+        return []
+    fix = "run `finetune inspect BRIEF` and `finetune review RECORD` again; never edit a sealed record"
+    stored = s.get("parts") if isinstance(s.get("parts"), dict) else {}
+    now = _parts(record)
+    changed = [p for p in SEALED_PARTS if stored.get(p) != now[p]]
+    old_v: dict[str, Any] = stored["verdicts"] if isinstance(stored.get("verdicts"), dict) else {}
+    changed_v = sorted(sid for sid in set(old_v) | set(now["verdicts"]) if old_v.get(sid) != now["verdicts"].get(sid))
+    problems = []
+    if changed_v:
+        problems.append(Problem("tampered", "verdicts", "verdicts edited after sealing: sample(s) "
+                                + ", ".join(changed_v), fix))
+    for part in changed:
+        what = {"meta": "record", "review": "review"}.get(part, part)
+        problems.append(Problem("tampered", what, f"the record's {part} was edited after sealing", fix))
+    if not problems:
+        problems.append(Problem("tampered", "seal", "the record does not match its seal", fix))
+    return problems
+
+
+def _samples_problems(path: Path, record: dict[str, Any]) -> list[Problem]:
+    spath = Path(path).with_name(str(record.get("samples_file")))
+    fix = "run `finetune inspect BRIEF` and `finetune review RECORD` again; never edit the samples file"
+    digest = _samples_digest(path, record)
+    if digest is None:
+        return [Problem("missing", "samples", f"samples file {spath} is missing", fix)]
+    if digest == record["bindings"].get("samples_sha256"):
+        return []
+    bound = {s["id"]: s["sha256"] for s in record["samples"]}
+    try:
+        lines = spath.read_bytes().splitlines(keepends=True)
+        now: dict[str, str] = {}
+        for line in lines:
+            sid = str(json.loads(line).get("id"))
+            now[sid] = sha256_bytes(line if line.endswith(b"\n") else line + b"\n")
+    except (ValueError, AttributeError):
+        return [Problem("tampered", "samples", f"{spath} no longer parses as the samples that were reviewed", fix)]
+    changed = [sid for sid in bound if now.get(sid) != bound[sid]]
+    added = [sid for sid in now if sid not in bound]
+    detail = []
+    if changed:
+        detail.append("changed or removed: " + ", ".join(changed[:10]) + (" ..." if len(changed) > 10 else ""))
+    if added:
+        detail.append("added: " + ", ".join(added[:10]))
+    what = "; ".join(detail) or "the file's bytes differ (order or whitespace)"
+    return [Problem("tampered", "samples", f"{spath.name} differs from the samples that were scored: {what}", fix)]
+
+
+def verify_inspection(brief: Any, path: Path, model_identity: str | None = None) -> list[Problem]:
+    """Every reason the gate cannot trust the inspection record at `path` for `brief` (empty: trusted)."""
+    path = Path(path)
+    if not path.exists():
+        return [Problem("missing", "record", f"no inspection record at {path}",
+                        f"run `finetune inspect {brief.path}` then `finetune review {path}`")]
+    try:
+        record = load_inspection(path)
+    except UnusableInput as exc:
+        return [Problem("malformed", "record", exc.reason, exc.fix or f"run `finetune inspect {brief.path}` again")]
+    problems: list[Problem] = []
+    if is_sealed(record):
+        problems += _tamper_problems(record)
+    problems += _samples_problems(path, record)
+    redo = f"run `finetune inspect {brief.path}` then `finetune review {path}`"
+    problems += stale_problems(record["bindings"], current_bindings(brief, model_identity), redo,
+                               check_identity=model_identity is not None)
+    n = len(record["samples"])
+    if not MIN_SAMPLES <= n <= MAX_SAMPLES:
+        problems.append(Problem("size", "samples", f"holds {n} samples; a review needs {MIN_SAMPLES}-{MAX_SAMPLES}",
+                                f"run `finetune inspect {brief.path} --samples 64` then `finetune review {path}`"))
+    missing = missing_verdicts(record)
+    if missing:
+        problems.append(Problem("incomplete", "verdicts", f"{len(missing)} of {n} samples have no verdict",
+                                f"finish `finetune review {path}` at a terminal"))
+    if not is_sealed(record):
+        problems.append(Problem("unsealed", "review", "the record was never sealed by `finetune review`",
+                                f"run `finetune review {path}` at a terminal"))
+    dis = disagreements(record)
+    if dis:
+        shown = "; ".join(f"{sid}" + (f" ({note})" if note else "") for sid, note in dis[:10])
+        problems.append(Problem("disagreement", "verdicts",
+                                f"the reviewer disagreed with the reward on {len(dis)} sample(s): {shown}",
+                                f"fix the reward function first, then {redo}"))
+    return sorted(problems, key=lambda p: KINDS.index(p.kind))
