@@ -2,6 +2,8 @@
 
 math-exact:  two-digit addition, answer as a bare integer (exact_match, extract last_number).
 json-person: "Return a JSON object with keys name and age for: <name> is <age> years old" (json_schema).
+smollm2-json: the same task for the embedded SmolLM2-135M-Instruct, scored by a strict custom reward
+              (examples/smollm2-json/person_reward.py); the demo and the GPU learning benchmark use it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ def main() -> None:
     rng = random.Random(3407)
     write_jsonl(HERE / "json-person/data/train.jsonl", person_rows(rng, 512))
     write_jsonl(HERE / "json-person/data/eval.jsonl", person_rows(rng, 128))
+    # Distinct (name, age) pairs, so no held-out prompt is also a training prompt.
+    pairs = random.Random(2026).sample([(n, a) for n in NAMES for a in range(18, 91)], 1024 + 128)
+    rows = [{"prompt": f"Return a JSON object with keys name and age for: {n} is {a} years old", "name": n, "age": a}
+            for n, a in pairs]
+    write_jsonl(HERE / "smollm2-json/data/train.jsonl", rows[:1024])
+    write_jsonl(HERE / "smollm2-json/data/eval.jsonl", rows[1024:])
 
 
 if __name__ == "__main__":
