@@ -1,0 +1,117 @@
+"""plugin.json, marketplace.json, pyproject.toml, every frontmatter and the files that exist agree."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parents[2]
+SKILLS = {"finetuning-method-selection", "grpo-rlvr-training", "preference-optimization",
+          "eval-harness-first", "lora-qlora-recipes"}
+AGENT = "llm-finetuning-training-engineer"
+COMMAND_TOOLS = {"Bash(finetune:*)", "Read", "Glob", "Grep"}
+
+
+def frontmatter(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    match = re.match(r"---\n(.*?)\n---\n", text, re.S)
+    assert match, f"{path.relative_to(REPO)}: no YAML frontmatter"
+    data = yaml.safe_load(match.group(1))
+    assert isinstance(data, dict), path
+    return data
+
+
+def load_json(rel: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((REPO / rel).read_text(encoding="utf-8"))
+    return data
+
+
+def test_manifests_agree_with_each_other_and_pyproject() -> None:
+    plugin = load_json(".claude-plugin/plugin.json")
+    market = load_json(".claude-plugin/marketplace.json")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+    assert plugin["name"] == "llm-finetuning" == project["name"]
+    assert plugin["version"] == project["version"] == "0.1.0"
+    assert plugin["license"] == project["license"] == "MIT"
+    assert plugin["homepage"] == project["urls"]["Homepage"]
+    assert plugin["repository"] == project["urls"]["Repository"]
+    assert plugin["author"]["name"] == project["authors"][0]["name"]
+    assert plugin["description"] and plugin["keywords"]
+
+    assert market["name"] == "llm-finetuning-marketplace"
+    assert len(market["plugins"]) == 1
+    entry = market["plugins"][0]
+    assert entry["name"] == plugin["name"] and entry["source"] == "./"
+    for key in ("version", "license", "homepage", "repository"):
+        assert entry[key] == plugin[key], key
+
+
+def test_license_and_readme_exist() -> None:
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("MIT License")
+    assert "Copyright (c) 2026 the llm-finetuning maintainers" in text
+    assert (REPO / "README.md").is_file()
+
+
+def test_icon_is_a_square_png() -> None:
+    data = (REPO / "assets/icon.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width == height >= 256
+
+
+def test_components_are_where_the_manifest_expects_them() -> None:
+    assert sorted(p.name for p in (REPO / ".claude-plugin").iterdir()) == ["marketplace.json", "plugin.json"]
+    skill_dirs = {p.name for p in (REPO / "skills").iterdir() if p.is_dir()}
+    assert skill_dirs == SKILLS
+    for name in SKILLS:
+        assert frontmatter(REPO / "skills" / name / "SKILL.md")["name"] == name
+    agents = sorted(p.stem for p in (REPO / "agents").glob("*.md"))
+    assert agents == [AGENT]
+    agent = frontmatter(REPO / "agents" / f"{AGENT}.md")
+    assert agent["name"] == AGENT and len(agent["description"]) <= 1024
+    assert "Bash" in [t.strip() for t in agent["tools"].split(",")]
+
+
+def test_command_frontmatter_limits_its_tools() -> None:
+    command = frontmatter(REPO / "commands/finetune.md")
+    assert set(command) == {"description", "argument-hint", "allowed-tools"}
+    assert command["argument-hint"] == "BRIEF"
+    tools = {t.strip() for t in command["allowed-tools"].split(",")}
+    assert tools <= COMMAND_TOOLS and "Bash(finetune:*)" in tools
+    body = (REPO / "commands/finetune.md").read_text(encoding="utf-8")
+    for step in ("finetune gate $ARGUMENTS", "finetune render $ARGUMENTS -o RUN_DIR", "finetune launch RUN_DIR",
+                 "finetune diagnose RUN_DIR --follow"):
+        assert step in body, step
+    assert AGENT in body
+
+
+def test_launchers_are_executable_shell_scripts() -> None:
+    for name in ("finetune", "llm-finetuning-setup"):
+        path = REPO / "bin" / name
+        assert os.access(path, os.X_OK), f"bin/{name} is not executable"
+        assert path.read_text(encoding="utf-8").startswith("#!/bin/sh\n")
+
+
+def test_every_component_named_in_the_bundle_exists() -> None:
+    """Skill and agent names mentioned in any skill, agent, command or reference page exist."""
+    known = SKILLS | {AGENT}
+    pattern = re.compile(r"\b[a-z]+(?:-[a-z]+)+-(?:training|selection|optimization|first|recipes|engineer)\b")
+    pages = [*REPO.glob("skills/*/SKILL.md"), *REPO.glob("agents/*.md"), REPO / "commands/finetune.md",
+             *REPO.glob("references/*.md")]
+    unknown = {(p.relative_to(REPO).as_posix(), m) for p in pages
+               for m in pattern.findall(p.read_text(encoding="utf-8")) if m not in known}
+    assert not unknown, sorted(unknown)

@@ -1,0 +1,67 @@
+"""Install the plugin from the repository's own marketplace into a temporary HOME, as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.plugin
+
+REPO = Path(__file__).resolve().parents[2]
+MARKETPLACE = "llm-finetuning-marketplace"
+PLUGIN = "llm-finetuning"
+SKILLS = ["finetuning-method-selection", "grpo-rlvr-training", "preference-optimization",
+          "eval-harness-first", "lora-qlora-recipes"]
+IGNORED_IN_COPY = shutil.ignore_patterns(".git", ".venv", "node_modules", "__pycache__", "*.egg-info", ".ci",
+                                          "runs", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".whl", ".dev")
+
+
+def copy_repository(dest: Path) -> Path:
+    """The files a clone of the repository would have (tracked and not ignored), copied to `dest`."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                                cwd=REPO, capture_output=True, check=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        shutil.copytree(REPO, dest, ignore=IGNORED_IN_COPY, symlinks=True)
+        return dest
+    for rel in filter(None, listed.split("\0")):
+        src = REPO / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+def test_install_from_own_marketplace(run_claude, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    repo = copy_repository(tmp_path / "llm-finetuning")
+
+    added = run_claude("plugin", "marketplace", "add", str(repo))
+    assert added.returncode == 0, added.stdout + added.stderr
+    assert MARKETPLACE in added.stdout + added.stderr
+
+    installed = run_claude("plugin", "install", f"{PLUGIN}@{MARKETPLACE}")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    details = run_claude("plugin", "details", f"{PLUGIN}@{MARKETPLACE}")
+    out = details.stdout
+    assert details.returncode == 0, out + details.stderr
+    inventory = {line.split()[0]: line for line in out.splitlines() if line.strip().startswith(("Skills", "Agents"))}
+    for skill in [*SKILLS, "finetune"]:  # Claude Code lists the /finetune command among the skills
+        assert skill in inventory["Skills"], f"{skill} missing from: {inventory['Skills']}"
+    assert "llm-finetuning-training-engineer" in inventory["Agents"], out
+    assert "0.1.0" in out
+
+    # the installed copy carries the launcher, still executable, and it derives the plugin's data folder
+    records = json.loads((run_claude.home / ".claude/plugins/installed_plugins.json").read_text())
+    install_path = Path(records["plugins"][f"{PLUGIN}@{MARKETPLACE}"][0]["installPath"])
+    launcher = install_path / "bin/finetune"
+    assert os.access(launcher, os.X_OK)
+    setup = subprocess.run([str(install_path / "bin/llm-finetuning-setup"), "--print-venv"], capture_output=True,
+                           text=True, env={"HOME": str(run_claude.home), "PATH": "/usr/bin:/bin"}, check=True)
+    data = run_claude.home / ".claude/plugins/data" / f"{PLUGIN}-{MARKETPLACE}"
+    assert setup.stdout.strip() == str(data / "venv")
