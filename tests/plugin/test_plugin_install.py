@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,9 @@ def test_install_from_own_marketplace(run_claude, tmp_path: Path) -> None:  # ty
                            text=True, env={"HOME": str(run_claude.home), "PATH": "/usr/bin:/bin"}, check=True)
     data = run_claude.home / ".claude/plugins/data" / f"{PLUGIN}-{MARKETPLACE}"
     assert setup.stdout.strip() == str(data / "venv")
+    real = Path(sys.executable).parent / "finetune"
+    if real.is_file():  # with the CLI installed, the installed plugin's `finetune` is the real one
+        version = subprocess.run(["finetune", "--version"], executable=str(launcher), capture_output=True, text=True,
+                                 env={"HOME": str(run_claude.home), "PATH": f"{launcher.parent}:{real.parent}:/usr/bin:/bin"},
+                                 check=False)
+        assert version.returncode == 0 and version.stdout.strip() == "finetune, version 0.1.0", version.stderr
