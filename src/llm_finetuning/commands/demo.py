@@ -1,13 +1,40 @@
-"""`finetune demo`: not yet available (see the CLI table in README.md)."""
+"""`finetune demo`: the whole pipeline on the embedded example, on CPU (exit 0)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 
-from llm_finetuning.commands._common import not_yet
 
+@click.command("demo")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("finetune-demo"),
+              show_default=True, help="Work folder (replaced if it exists).")
+@click.option("--steps", type=click.IntRange(1, 10000), default=None,
+              help="GRPO steps (default: the example brief's max_steps).")
+@click.option("--eval-prompts", type=click.IntRange(1, 128), default=32, show_default=True,
+              help="Held-out prompts scored before and after training.")
+@click.option("--k", type=click.IntRange(1, 16), default=4, show_default=True,
+              help="Samples per held-out prompt.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object on stdout.")
+def command(out: Path, steps: int | None, eval_prompts: int, k: int, as_json: bool) -> None:
+    """Run gate, render, launch, evaluation and diagnose on the embedded SmolLM2-135M-Instruct example."""
+    from llm_finetuning.demo import run_demo, verdict_line
 
-@click.command("demo", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def command() -> None:
-    """Not yet available in this version."""
-    not_yet("demo")
+    summary = run_demo(out, steps, eval_prompts, k)
+    if as_json:
+        click.echo(json.dumps(summary.to_json()))
+        return
+    before, after = summary.pass_before or 0.0, summary.pass_after or 0.0
+    n = eval_prompts * k
+    click.echo("")
+    click.echo(click.style("finetune demo: summary", bold=True))
+    click.echo(f"  held-out pass@1  before {before:.1%}  after {after:.1%}  ({eval_prompts} prompts x {k} samples)")
+    click.echo(f"  {verdict_line(before, after, n)}")
+    click.echo(f"  wall time        {summary.minutes:.1f} min")
+    for s in summary.stages:
+        click.echo(f"    {s.seconds:7.1f} s  {s.name}{'  -> ' + s.note if s.note else ''}")
+    click.echo(f"  work folder      {summary.work_dir}")
+    click.echo(f"  run directory    {summary.run_dir}  (grpo_config.yaml, metrics.jsonl, model/)")
+    click.echo(f"  diagnosis plot   {summary.run_dir / 'diagnosis.png'}")

@@ -1,0 +1,204 @@
+"""GPU learning benchmark: GRPO through the gated pipeline measurably improves SmolLM2-135M-Instruct.
+
+Runs on one CUDA GPU, with the example examples/smollm2-json (strict JSON reward, the embedded model):
+1. `finetune baseline` on the held-out split (writes the example's baseline record);
+2. held-out pass@1 of the base model;
+3. the seed recipe's exact settings (learning_rate 5e-7, beta 0.01, G=8, batch 8 x 4): gate, render,
+   launch, diagnose, held-out pass@1 -- the baseline run of this benchmark;
+4. the justified deviation (learning_rate 1e-5, `grpo.deviation` naming run 3, which was diagnosed
+   healthy): gate, render, launch, diagnose, held-out pass@1.
+Both runs use transformers generation (vLLM cannot be installed on the machines this was run on).
+Figures are ratios and differences against the recipe run measured in the same call. Results go to
+$OUT (or --out): learning-h200.json, learning-h200.png and each run's metrics/diagnosis.
+
+    python bench/learning_gpu.py --steps 60 --eval-prompts 128 --k 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+
+def finetune(*args: str, expect: tuple[int, ...] = (0,)) -> int:
+    cmd = [sys.executable, "-m", "llm_finetuning.cli", *args]
+    print("$ finetune", " ".join(args), flush=True)
+    code = subprocess.run(cmd, check=False).returncode
+    if code not in expect:
+        raise SystemExit(f"finetune {' '.join(args)} exited {code}")
+    return code
+
+
+class GpuMemoryPoller:
+    """Peak GPU memory used on the device (nvidia-smi, MiB), sampled every 0.5 s in a thread."""
+
+    def __init__(self) -> None:
+        self.peak_mib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, check=False, timeout=5).stdout
+                self.peak_mib = max([self.peak_mib, *[int(x) for x in out.split() if x.strip().isdigit()]])
+            except (OSError, subprocess.SubprocessError, ValueError):
+                pass
+            self._stop.wait(0.5)
+
+    def __enter__(self) -> GpuMemoryPoller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+
+def write_brief(src: Path, dst: Path, steps: int, learning_rate: float, deviation: str | None) -> Path:
+    data = yaml.safe_load(src.read_text(encoding="utf-8"))
+    data["model"]["dtype"] = "bfloat16"
+    data["hardware"] = {"gpus": 1, "gpu_memory_gib": 139, "generation": "transformers"}
+    data["grpo"].update({"learning_rate": learning_rate, "deviation": deviation, "max_steps": steps,
+                         "per_device_train_batch_size": 8, "gradient_accumulation_steps": 4,
+                         "save_steps": steps, "logging_steps": 1})
+    dst.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return dst
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "metrics.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if "reward" in r]
+
+
+def train_and_measure(name: str, brief: Path, run_dir: Path, eval_prompts: int, k: int) -> dict[str, Any]:
+    from llm_finetuning.demo import held_out_pass_at_1
+
+    finetune("gate", str(brief), expect=(0,))
+    finetune("render", str(brief), "-o", str(run_dir))
+    with GpuMemoryPoller() as mem:
+        t0 = time.monotonic()
+        finetune("launch", str(run_dir))
+        train_s = time.monotonic() - t0
+    diag_code = finetune("diagnose", str(run_dir), "--json", expect=(0, 1))
+    t0 = time.monotonic()
+    after = held_out_pass_at_1(brief, run_dir / "model", eval_prompts, k, f"Held-out ({name})")
+    eval_s = time.monotonic() - t0
+    metrics = read_metrics(run_dir)
+    steps = len(metrics)
+    completions_per_step = 8 * 4
+    tokens = sum(float(m.get("completions/mean_length", 0.0)) * completions_per_step for m in metrics)
+    return {
+        "name": name, "brief": yaml.safe_load(brief.read_text(encoding="utf-8"))["grpo"],
+        "train_seconds": round(train_s, 1), "steps": steps,
+        "steps_per_second": round(steps / train_s, 3) if train_s else None,
+        "completion_tokens_per_second": round(tokens / train_s, 1) if train_s else None,
+        "peak_gpu_memory_used_mib": mem.peak_mib, "diagnose_exit_code": diag_code,
+        "held_out_pass_at_1_after": after, "eval_seconds": round(eval_s, 1),
+        "reward_curve": [round(float(m["reward"]), 4) for m in metrics],
+    }
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    for run in results["runs"]:
+        curve = run["reward_curve"]
+        window = 5
+        smooth = [sum(curve[max(0, i - window + 1): i + 1]) / len(curve[max(0, i - window + 1): i + 1])
+                  for i in range(len(curve))]
+        ax1.plot(range(1, len(curve) + 1), smooth, label=f"{run['name']} (lr {run['brief']['learning_rate']:g})")
+    ax1.set_xlabel("step")
+    ax1.set_ylabel("training reward (mean of 32, 5-step moving avg)")
+    ax1.set_title("Training reward")
+    ax1.legend()
+    labels = ["base"] + [r["name"] for r in results["runs"]]
+    values = [results["held_out_pass_at_1_base"]] + [r["held_out_pass_at_1_after"] for r in results["runs"]]
+    ax2.bar(labels, [v * 100 for v in values], color=["#888", "#4c72b0", "#dd8452"][: len(values)])
+    for i, v in enumerate(values):
+        ax2.text(i, v * 100 + 1, f"{v:.0%}", ha="center")
+    ax2.set_ylim(0, 105)
+    ax2.set_ylabel("held-out pass@1 (%)")
+    ax2.set_title(f"Held-out ({results['eval_prompts']} prompts x {results['k']})")
+    fig.suptitle("SmolLM2-135M-Instruct, strict JSON task, GRPO on one H200")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--eval-prompts", type=int, default=128)
+    parser.add_argument("--k", type=int, default=4)
+    parser.add_argument("--baseline-prompts", type=int, default=64)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/learning-bench"))
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench/results")))
+    args = parser.parse_args()
+
+    import torch
+
+    from llm_finetuning.demo import held_out_pass_at_1
+
+    started = time.monotonic()
+    example = REPO / "examples/smollm2-json"
+    work = args.work
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(example, work, ignore=shutil.ignore_patterns("runs", "evidence", "__pycache__"))
+    recipe = write_brief(example / "brief.yaml", work / "recipe.yaml", args.steps, 5e-7, None)
+
+    finetune("baseline", str(recipe), "--prompts", str(args.baseline_prompts), "--k", "8")
+    base = held_out_pass_at_1(recipe, None, args.eval_prompts, args.k, "Held-out (base)")
+    print(f"base held-out pass@1: {base:.3f}", flush=True)
+
+    runs = [train_and_measure("recipe", recipe, work / "runs/recipe-h200", args.eval_prompts, args.k)]
+    tuned = write_brief(example / "brief.yaml", work / "tuned.yaml", args.steps, 1e-5, "runs/recipe-h200")
+    runs.append(train_and_measure("deviation", tuned, work / "runs/deviation-h200", args.eval_prompts, args.k))
+
+    results = {
+        "benchmark": "learning_gpu", "example": "examples/smollm2-json", "model": "embedded:smollm2-135m-instruct",
+        "generation": "transformers", "machine": {
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "torch": torch.__version__, "python": platform.python_version(), "cpus": os.cpu_count()},
+        "eval_prompts": args.eval_prompts, "k": args.k, "held_out_pass_at_1_base": base, "runs": runs,
+        "gain_points_recipe": round((runs[0]["held_out_pass_at_1_after"] - base) * 100, 1),
+        "gain_points_deviation": round((runs[1]["held_out_pass_at_1_after"] - base) * 100, 1),
+        "deviation_vs_recipe_points": round(
+            (runs[1]["held_out_pass_at_1_after"] - runs[0]["held_out_pass_at_1_after"]) * 100, 1),
+        "wall_seconds": round(time.monotonic() - started, 1),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "learning-h200.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    plot(results, args.out / "learning-h200.png")
+    evidence = args.out / "recipe-h200"
+    evidence.mkdir(exist_ok=True)
+    for name in ("metrics.jsonl", "diagnosis.json", "manifest.json"):
+        src = work / "runs/recipe-h200" / name
+        if src.is_file():
+            shutil.copy(src, evidence / name)
+    shutil.copy(work / "records/baseline.json", args.out / "baseline.json")
+    print(json.dumps({k: v for k, v in results.items() if k != "runs"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

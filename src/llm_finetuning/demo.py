@@ -1,0 +1,198 @@
+"""`finetune demo`: the whole gated pipeline on the embedded SmolLM2-135M-Instruct, on CPU.
+
+Steps, each the real verb a user would run (so the demo shows the commands, not a shortcut):
+gate without records (rejected, and why) -> gate with the shipped records (passes) -> render ->
+held-out pass@1 before -> launch (GRPO) -> held-out pass@1 after -> diagnose with its plot -> summary.
+The example lives in the checkout's examples/smollm2-json; it runs offline once the packages are in.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+EXAMPLE = "smollm2-json"
+
+
+def example_dir() -> Path:
+    """The demo's example in the checkout the package was installed from (an editable install)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "examples" / EXAMPLE
+        if (candidate / "brief.yaml").is_file():
+            return candidate
+    raise click.ClickException(
+        f"the demo's example (examples/{EXAMPLE}) was not found next to the installed package; "
+        "finetune demo runs from a checkout: clone the repository and `pip install -e '.[train]'` in it")
+
+
+@dataclass
+class Stage:
+    name: str
+    seconds: float = 0.0
+    ok: bool = True
+    note: str = ""
+
+
+@dataclass
+class DemoSummary:
+    work_dir: Path
+    run_dir: Path
+    eval_prompts: int
+    k: int
+    pass_before: float | None = None
+    pass_after: float | None = None
+    stages: list[Stage] = field(default_factory=list)
+    minutes: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "work_dir": str(self.work_dir), "run_dir": str(self.run_dir), "eval_prompts": self.eval_prompts,
+            "k": self.k, "pass_at_1_before": self.pass_before, "pass_at_1_after": self.pass_after,
+            "minutes": round(self.minutes, 2),
+            "stages": [{"name": s.name, "seconds": round(s.seconds, 1), "ok": s.ok, "note": s.note}
+                       for s in self.stages],
+        }
+
+
+def _say(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def _finetune(*args: str, expect: tuple[int, ...] = (0,), quiet: bool = False) -> int:
+    """Run a real `finetune` verb in a child process, streaming its output; return its exit code."""
+    cmd = [sys.executable, "-m", "llm_finetuning.cli", *args]
+    _say(click.style("$ finetune " + " ".join(args), fg="cyan"))
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE if quiet else None, text=True, check=False)
+    if proc.returncode not in expect:
+        raise click.ClickException(f"`finetune {' '.join(args)}` exited {proc.returncode} (expected {expect})")
+    return proc.returncode
+
+
+def _prepare_work_dir(work: Path, steps: int | None) -> Path:
+    """Copy the example without its records; return the brief path."""
+    src = example_dir()
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(src, work, ignore=shutil.ignore_patterns("records", "runs", "__pycache__"))
+    brief_path = work / "brief.yaml"
+    if steps is not None:
+        text = brief_path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+        old = data["grpo"]["max_steps"]
+        brief_path.write_text(text.replace(f"max_steps: {old}", f"max_steps: {steps}"), encoding="utf-8")
+    return brief_path
+
+
+def held_out_pass_at_1(brief_path: Path, model_dir: Path | None, n_prompts: int, k: int, desc: str) -> float:
+    """Mean success over k sampled completions for each of n held-out prompts (the brief's temperature)."""
+    from llm_finetuning.brief import load_brief
+    from llm_finetuning.sampling.metrics import is_success, verifier_names
+    from llm_finetuning.sampling.run import sample_brief, score_run
+
+    brief, errors = load_brief(brief_path)
+    if brief is None:
+        raise click.ClickException("; ".join(e.line() for e in errors))
+    if model_dir is not None:
+        data = copy.deepcopy(brief.data)
+        data["model"] = {**data["model"], "id": str(model_dir), "gguf_file": None, "revision": None}
+        brief = replace(brief, data=data)
+    run = sample_brief(brief, n_prompts=n_prompts, k=k, split="eval", backend="transformers", desc=desc)
+    score_run(brief, run)
+    specs = brief.data["rewards"]
+    names = list(run.prompts[0].scores[0]["rewards"]) if run.prompts and run.prompts[0].scores else []
+    verifiers = verifier_names(specs, names)
+    outcomes = [is_success(s["rewards"], verifiers) for p in run.prompts for s in p.scores]
+    return sum(outcomes) / max(1, len(outcomes))
+
+
+def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSummary:
+    started = time.monotonic()
+    work = work.resolve()
+    run_dir = work / "runs" / "demo"
+    summary = DemoSummary(work_dir=work, run_dir=run_dir, eval_prompts=eval_prompts, k=k)
+    total = 8
+
+    def stage(i: int, name: str) -> Stage:
+        _say("")
+        _say(click.style(f"[{i}/{total}] {name}", bold=True))
+        s = Stage(name)
+        summary.stages.append(s)
+        return s
+
+    s = stage(1, "Copy the example (SmolLM2-135M-Instruct, strict JSON reward) without its records")
+    t = time.monotonic()
+    brief = _prepare_work_dir(work, steps)
+    _say(f"  {brief}")
+    s.seconds = time.monotonic() - t
+
+    s = stage(2, "Phase 1 gate without records: it must refuse, naming every missing piece")
+    t = time.monotonic()
+    code = _finetune("gate", str(brief), expect=(1,))
+    s.note = f"rejected (exit {code})"
+    s.seconds = time.monotonic() - t
+
+    s = stage(3, "Add the shipped records (baseline + a person's sealed inspection) and gate again")
+    t = time.monotonic()
+    shutil.copytree(example_dir() / "records", work / "records")
+    _finetune("gate", str(brief))
+    s.note = "passed"
+    s.seconds = time.monotonic() - t
+
+    s = stage(4, "Render the validated TRL config and run directory")
+    t = time.monotonic()
+    _finetune("render", str(brief), "-o", str(run_dir))
+    s.seconds = time.monotonic() - t
+
+    s = stage(5, f"Held-out pass@1 of the base model ({eval_prompts} prompts x {k} samples)")
+    t = time.monotonic()
+    summary.pass_before = held_out_pass_at_1(brief, None, eval_prompts, k, "Held-out (base)")
+    s.note = f"{summary.pass_before:.1%}"
+    _say(f"  base pass@1: {summary.pass_before:.1%}")
+    s.seconds = time.monotonic() - t
+
+    s = stage(6, "Train: GRPO through `finetune launch` (TRL GRPOTrainer, transformers generation, CPU)")
+    t = time.monotonic()
+    _finetune("launch", str(run_dir))
+    s.seconds = time.monotonic() - t
+
+    s = stage(7, "Held-out pass@1 of the trained model")
+    t = time.monotonic()
+    summary.pass_after = held_out_pass_at_1(brief, run_dir / "model", eval_prompts, k, "Held-out (trained)")
+    s.note = f"{summary.pass_after:.1%}"
+    _say(f"  trained pass@1: {summary.pass_after:.1%}")
+    s.seconds = time.monotonic() - t
+
+    s = stage(8, "Diagnose the run from its logs, with a plot")
+    t = time.monotonic()
+    code = _finetune("diagnose", str(run_dir), "--plot", str(run_dir / "diagnosis.png"), expect=(0, 1))
+    s.note = "healthy" if code == 0 else "findings (see above)"
+    s.seconds = time.monotonic() - t
+
+    summary.minutes = (time.monotonic() - started) / 60
+    (work / "demo-summary.json").write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def verdict_line(before: float, after: float, n: int) -> str:
+    """An honest sentence about the change, with the noise of n samples in mind."""
+    delta = after - before
+    # Two standard errors of a difference of two proportions near p, n samples each.
+    p = max(0.05, min(0.95, (before + after) / 2))
+    noise = 2 * (2 * p * (1 - p) / max(1, n)) ** 0.5
+    if delta > noise:
+        return f"pass@1 rose by {delta * 100:.0f} points, more than the sampling noise (about {noise * 100:.0f} points)."
+    if delta < -noise:
+        return f"pass@1 fell by {-delta * 100:.0f} points: look at the diagnosis before trusting this run."
+    return (f"the change ({delta * 100:+.0f} points) is within sampling noise (about {noise * 100:.0f} points): "
+            "this CPU budget is too small for a clear gain; the GPU benchmark (bench/learning_gpu.py) shows one.")
