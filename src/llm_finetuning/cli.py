@@ -6,7 +6,6 @@ Verbs are loaded lazily so `finetune --help` and `finetune check` never import t
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
 
@@ -53,4 +52,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

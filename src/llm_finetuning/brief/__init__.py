@@ -24,7 +24,8 @@ MIN_NUM_GENERATIONS = 8
 def schema() -> dict[str, Any]:
     """The brief's JSON Schema, the single source of truth for types, defaults and descriptions."""
     text = resources.files("llm_finetuning.brief").joinpath("brief.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)  # type: ignore[no-any-return]
+    data: dict[str, Any] = json.loads(text)
+    return data
 
 
 def apply_defaults(data: dict[str, Any], node: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -95,7 +95,8 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
     if v in ("maxLength", "maxItems"):
         return [BriefError(path, f"is too long (limit {err.validator_value})", "shorten it")]
     if v == "oneOf" and isinstance(inst, dict):
-        options = [" + ".join(o.get("required", [])) for o in err.validator_value if isinstance(o, dict)]
+        alternatives = err.validator_value if isinstance(err.validator_value, list) else []
+        options = [" + ".join(o.get("required", [])) for o in alternatives if isinstance(o, dict)]
         given = [o for o in options if o and all(k in inst for k in o.split(" + "))]
         what = "sets " + " and ".join(given) if len(given) > 1 else "sets none of " + " / ".join(options)
         return [BriefError(path, what, f"give exactly one of: {' / '.join(options)}")]
