@@ -15,7 +15,7 @@ MY_REWARDS = '''\
 
 
 def contains_answer(prompts, completions, answer, **kwargs):
-    return [1.0 if str(a) in str(c) else 0.0 for c, a in zip(completions, answer)]
+    return [1.0 if str(a) in str(c) else 0.0 for c, a in zip(completions, answer, strict=True)]
 '''
 
 BRIEF = """\

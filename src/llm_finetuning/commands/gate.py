@@ -1,13 +1,36 @@
-"""`finetune gate`: not yet available (see the CLI table in README.md)."""
+"""`finetune gate BRIEF [--json]`: the Phase 1 gate. Exit 0 pass, 1 rejected, 2 unusable input.
+
+Every check runs and is reported (id, verdict, YAML path, reason, fix); the fast path imports no ML
+library and, for a brief that was valid before, not even jsonschema.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import click
 
-from llm_finetuning.commands._common import not_yet
+from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.errors import UnusableInput
 
 
-@click.command("gate", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def command() -> None:
-    """Not yet available in this version."""
-    not_yet("gate")
+@click.command("gate")
+@click.argument("brief", type=click.Path(dir_okay=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+def command(brief: Path, as_json: bool) -> None:
+    """Run every Phase 1 check on BRIEF: schema, verifiable reward, text-only task, nonzero base success,
+    a current sealed reward inspection, group and batch sizes, recipe values, variant, hardware, overrides
+    and memory. Each result names the YAML path and the command or edit that fixes it."""
+    from llm_finetuning.gate import run_gate
+
+    try:
+        report = run_gate(brief)
+    except UnusableInput as exc:
+        fail_unusable(exc, as_json)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        click.echo(report.render())
+    sys.exit(report.exit_code)

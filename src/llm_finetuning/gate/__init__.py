@@ -1,0 +1,62 @@
+"""The Phase 1 gate: every check on a brief, each with an id, a verdict, the YAML path, the reason and the fix.
+
+`run_gate(brief_path)` loads the brief (with a cached fast path for briefs that were valid before), loads
+the records and facts every check needs once (`gate.context`), then runs the checks registered in
+`gate.checks` in order. Checks never read files. `gate_fingerprint(brief)` binds a render and a launch
+to the exact brief, records and reward code the gate saw.
+
+Pure: imports no torch, transformers, trl, vllm or jsonschema on the fast path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult, GateReport
+
+GATE_VERSION = 1
+
+__all__ = ["CheckResult", "GateReport", "run_gate", "gate_fingerprint", "PASS", "FAIL", "WARN"]
+
+
+def run_gate(brief_path: Path) -> GateReport:
+    """Run every check on the brief at `brief_path`. Raises UnusableInput when it cannot be read at all."""
+    from llm_finetuning.gate.checks import CHECKS, brief_is_valid
+    from llm_finetuning.gate.context import load_context
+    from llm_finetuning.gate.fastload import load_brief_for_gate
+
+    brief, errors = load_brief_for_gate(Path(brief_path))
+    if brief is None:
+        report = GateReport(str(brief_path), None, brief_is_valid.from_errors(errors))
+        report.checks.append(CheckResult(
+            "brief_is_valid", FAIL, "", "the other checks run once the brief is valid",
+            f"fix the errors above (`finetune check {brief_path}` lists the same), then run the gate again"))
+        return report
+    ctx = load_context(brief)
+    report = GateReport(str(brief_path), brief.name)
+    for _, check in CHECKS:
+        report.checks.extend(check(brief, ctx))
+    if report.passed:
+        report.fingerprint = gate_fingerprint(brief)
+    return report
+
+
+def gate_fingerprint(brief: Any) -> str:
+    """sha256 over what a passing gate trusted: the brief's text, every record file (baseline, inspection
+    and its samples, judge calibration), and the reward specs and source files. Any change changes it."""
+    from llm_finetuning.records._io import sha256_file, sha256_json
+    from llm_finetuning.records.bindings import reward_bindings
+    from llm_finetuning.records.inspection import samples_path
+
+    records = brief.data["records"]
+    files = {"baseline": brief.resolve(records["baseline"]), "inspection": brief.resolve(records["inspection"])}
+    files["inspection_samples"] = samples_path(files["inspection"])
+    if any(r.get("fn") == "judge" for r in brief.data["rewards"]):
+        files["judge_calibration"] = brief.resolve(records["judge_calibration"])
+    return sha256_json({
+        "gate": GATE_VERSION,
+        "brief_sha256": brief.sha256,
+        "records": {k: sha256_file(p) for k, p in sorted(files.items())},
+        "rewards": reward_bindings(list(brief.data["rewards"]), brief.folder),
+    })

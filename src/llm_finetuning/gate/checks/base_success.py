@@ -1,0 +1,45 @@
+"""Base success is nonzero: the baseline record for this model and these rewards saw some group succeed.
+
+GRPO learns from differences within a group; a model that never succeeds gives every group the same
+reward and no gradient. Warns when almost every group ties or most completions are cut off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
+from llm_finetuning.records._io import shown
+
+ID = "base_success_nonzero"
+PATH = "records.baseline"
+TIE_WARN = 0.9
+TRUNCATED_WARN = 0.5
+
+
+def check(brief: Any, ctx: Any) -> list[CheckResult]:
+    if ctx.baseline_problems:
+        return [CheckResult(ID, FAIL, PATH, p.message, p.fix) for p in ctx.baseline_problems]
+    b = ctx.baseline
+    n = b.get("prompts", {}).get("count", "?")
+    figures = f"pass@1 {b['pass_at_1']:.2f}, pass@{b['k']} {b['pass_at_k']:.2f} over {n} prompts"
+    if b["pass_at_k"] <= 0:
+        return [CheckResult(
+            ID, FAIL, PATH, f"the base model never succeeded ({figures}): every group ties at zero and GRPO "
+            "has nothing to learn from",
+            "train on demonstrations first with SFT (the lora-qlora-recipes skill), point model.id at the SFT "
+            f"model, then run `finetune baseline {shown(brief.path)}` again")]
+    results = [CheckResult(ID, PASS, PATH, f"base success is nonzero: {figures}")]
+    tie = b["frac_groups_all_tie"]
+    if tie >= TIE_WARN:
+        results.append(CheckResult(
+            ID, WARN, PATH, f"{tie:.0%} of groups have all-equal rewards: little learning signal",
+            "use easier prompts, a finer-grained reward (partial credit), or a larger grpo.num_generations"))
+    truncated = b["frac_truncated"]
+    if truncated >= TRUNCATED_WARN:
+        results.append(CheckResult(
+            ID, WARN, "grpo.max_completion_length", f"{truncated:.0%} of baseline completions were cut at "
+            f"max_completion_length ({brief.section('grpo')['max_completion_length']} tokens)",
+            "raise grpo.max_completion_length or ask for a shorter answer in the prompt, then run "
+            f"`finetune baseline {shown(brief.path)}` again"))
+    return results

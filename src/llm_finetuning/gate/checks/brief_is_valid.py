@@ -1,0 +1,18 @@
+"""The brief is valid: everything `finetune check` enforces (schema, cross-field rules, named files)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_finetuning.gate.result import FAIL, PASS, CheckResult
+
+ID = "brief_is_valid"
+
+
+def from_errors(errors: list[Any]) -> list[CheckResult]:
+    """One failing result per `finetune check` error."""
+    return [CheckResult(ID, FAIL, e.path, e.message, e.fix) for e in errors]
+
+
+def check(brief: Any, ctx: Any) -> list[CheckResult]:
+    return [CheckResult(ID, PASS, "", f"valid brief '{brief.name}' (what `finetune check` enforces)")]

@@ -1,0 +1,28 @@
+"""The run fits in GPU memory, by `llm_finetuning.memory.estimate_brief` (loaded into the context).
+
+Without the estimator the check says "not assessed" as a warning, never a pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
+from llm_finetuning.records._io import shown
+
+ID = "memory_fits"
+PATH = "hardware.gpu_memory_gib"
+
+
+def check(brief: Any, ctx: Any) -> list[CheckResult]:
+    est = ctx.memory
+    if est is None:
+        return [CheckResult(ID, WARN, PATH, f"not assessed: {ctx.memory_problem}",
+                            f"run `finetune memory --brief {shown(brief.path)}` once it is available")]
+    have = getattr(est, "gpu_memory_gib", None) or brief.section("hardware")["gpu_memory_gib"]
+    figures = f"predicted peak {est.total_gib:.1f} GiB per GPU of {have:g} GiB"
+    if not est.fits:
+        advice = list(getattr(est, "advice", []) or [])
+        fix = "; or ".join(advice[:3]) if advice else "use LoRA (`model.adapter: lora`) or more GPUs"
+        return [CheckResult(ID, FAIL, PATH, f"does not fit: {figures}", fix)]
+    return [CheckResult(ID, PASS, PATH, f"fits: {figures}")]

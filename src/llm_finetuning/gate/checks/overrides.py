@@ -1,0 +1,58 @@
+"""`grpo.overrides` keys are real GRPOConfig fields of the installed TRL and do not contradict the variant.
+
+TRL's field list is read from its source by `gate.trl_fields` (loaded into the context): no TRL import.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
+
+ID = "overrides"
+# What each variant decides in TRL's terms; an override may repeat it but not contradict it.
+VARIANT_DECIDES: dict[str, dict[str, Any]] = {
+    "grpo": {"loss_type": "grpo"},
+    "dapo": {"loss_type": "dapo", "beta": 0.0},
+    "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none"},
+    "gspo": {"loss_type": "grpo", "importance_sampling_level": "sequence"},
+}
+SCALE_REWARDS_ALIASES = {True: "group", False: "none"}
+
+
+def _normal(key: str, value: Any) -> Any:
+    if key == "scale_rewards" and isinstance(value, bool):
+        return SCALE_REWARDS_ALIASES[value]
+    return value
+
+
+def check(brief: Any, ctx: Any) -> list[CheckResult]:
+    grpo = brief.section("grpo")
+    overrides: dict[str, Any] = grpo.get("overrides") or {}
+    variant = grpo["variant"]
+    decided = VARIANT_DECIDES[variant]
+    results = []
+    raw_beta = (brief.raw.get("grpo") or {}).get("beta")
+    if "beta" in decided and isinstance(raw_beta, (int, float)) and raw_beta > 0:
+        results.append(CheckResult(ID, FAIL, "grpo.beta", f"found {raw_beta:g}; {variant} trains without the KL term",
+                                   "set `grpo.beta: 0` (or remove it: the variant sets beta 0)"))
+    for key in sorted(overrides):
+        value = overrides[key]
+        path = f"grpo.overrides.{key}"
+        if ctx.trl_fields is not None and key not in ctx.trl_fields:
+            close = difflib.get_close_matches(key, sorted(ctx.trl_fields), n=1)
+            fix = f"rename it to `{close[0]}`" if close else "remove it (see TRL's GRPOConfig documentation)"
+            results.append(CheckResult(ID, FAIL, path, f"{key!r} is not a field of the installed TRL's GRPOConfig", fix))
+            continue
+        if key in decided and _normal(key, value) != decided[key]:
+            results.append(CheckResult(
+                ID, FAIL, path, f"{key}={value!r} contradicts variant {variant}, which sets {key}={decided[key]!r}",
+                f"remove {path}; to change the loss, change grpo.variant after `finetune diagnose` shows the symptom"))
+    if results:
+        return results
+    if ctx.trl_fields is None and overrides:
+        return [CheckResult(ID, WARN, "grpo.overrides", f"not assessed: {ctx.trl_problem}",
+                            "install the train extra (`pip install 'llm-finetuning[train]'`) and run the gate again")]
+    shown = ", ".join(sorted(overrides)) or "none"
+    return [CheckResult(ID, PASS, "grpo.overrides", f"overrides ({shown}) are GRPOConfig fields consistent with {variant}")]

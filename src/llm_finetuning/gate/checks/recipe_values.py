@@ -1,0 +1,72 @@
+"""Learning rate and beta start at the recipe's settled values (5e-7, 0.01).
+
+A deviation is allowed only when `grpo.deviation` names an earlier run of this brief whose
+`finetune diagnose` verdict was healthy; it is then reported as a warning, not a failure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_finetuning.brief import RECIPE_BETA, RECIPE_LEARNING_RATE
+from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
+
+ID = "recipe_values"
+KL_FREE_VARIANTS = ("dapo", "gspo")  # the variant sets beta 0; the brief's 0.01 is replaced at render
+
+
+def yaml_number(x: float) -> str:
+    """A float as YAML reads it back as a float (PyYAML needs a dot in `5.0e-7`; `5e-07` is a string)."""
+    text = repr(float(x))
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    mantissa = mantissa if "." in mantissa else mantissa + ".0"
+    sign = "-" if exponent.startswith("-") else ""
+    return f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0') or '0'}"
+
+
+def deviations(grpo: dict[str, Any]) -> list[tuple[str, Any, float]]:
+    out = []
+    if grpo["learning_rate"] != RECIPE_LEARNING_RATE:
+        out.append(("learning_rate", grpo["learning_rate"], RECIPE_LEARNING_RATE))
+    beta_ok = grpo["beta"] == RECIPE_BETA or (grpo["variant"] in KL_FREE_VARIANTS and grpo["beta"] == 0)
+    if not beta_ok:
+        out.append(("beta", grpo["beta"], RECIPE_BETA))
+    return out
+
+
+def _deviation_problem(brief: Any, ctx: Any) -> str:
+    d = ctx.deviation
+    if d is None:
+        return "grpo.deviation is not set"
+    if d.problem:
+        return f"grpo.deviation: {d.problem}"
+    if d.healthy is None:
+        return f"grpo.deviation names {d.run_dir}, which has no diagnosis (no diagnosis.json)"
+    if not d.healthy:
+        return f"grpo.deviation names {d.run_dir}, whose diagnosis was not healthy"
+    if d.brief_name != brief.name:
+        return f"grpo.deviation names {d.run_dir}, a run of brief {d.brief_name!r}, not {brief.name!r}"
+    return ""
+
+
+def check(brief: Any, ctx: Any) -> list[CheckResult]:
+    grpo = brief.section("grpo")
+    found = deviations(grpo)
+    if not found:
+        return [CheckResult(ID, PASS, "grpo.learning_rate",
+                            f"learning_rate {yaml_number(grpo['learning_rate'])} and beta {yaml_number(grpo['beta'])} are the recipe's start")]
+    problem = _deviation_problem(brief, ctx)
+    results = []
+    for key, value, recipe in found:
+        if problem:
+            results.append(CheckResult(
+                ID, FAIL, f"grpo.{key}", f"found {yaml_number(value)}; the recipe starts at {yaml_number(recipe)} and {problem}",
+                f"set `grpo.{key}: {yaml_number(recipe)}` for the first run; deviate only after `finetune diagnose RUN_DIR` "
+                "called a run of this brief healthy, naming it in `grpo.deviation: RUN_DIR`"))
+        else:
+            results.append(CheckResult(
+                ID, WARN, f"grpo.{key}", f"found {yaml_number(value)}, not the recipe's {yaml_number(recipe)}; justified by the healthy "
+                f"run {ctx.deviation.run_dir}", "watch the first steps with `finetune diagnose RUN_DIR`"))
+    return results

@@ -1,0 +1,63 @@
+"""The variant follows the table: grpo by default; dapo for entropy_collapse, dr_grpo for
+length_reward_correlation; a mixture-of-experts model must use gspo (and only MoE models use it)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from llm_finetuning.gate.context import MOE_CONFIG_KEYS
+from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
+
+ID = "variant_table"
+SYMPTOM_OF = {"dapo": "entropy_collapse", "dr_grpo": "length_reward_correlation", "gspo": "moe"}
+VARIANT_OF = {s: v for v, s in SYMPTOM_OF.items()}
+MOE_NAME = re.compile(r"(moe|mixtral|[-_]a\d+(\.\d+)?b\b|deepseek-v[23]|gpt-oss|olmoe|dbrx|jamba)", re.I)
+
+
+def model_is_moe(brief: Any, ctx: Any) -> tuple[bool | None, str]:
+    """(True/False/None for unknown, where the answer came from)."""
+    arch = brief.section("model")["architecture"]
+    if arch != "auto":
+        return arch == "moe", f"model.architecture: {arch}"
+    config = ctx.model_config
+    if config is not None:
+        for key in MOE_CONFIG_KEYS:
+            value = config.get(key) or (config.get("text_config") or {}).get(key)
+            if isinstance(value, int) and value > 1:
+                return True, f"config.json has {key}: {value}"
+        return False, "config.json names no experts"
+    return None, "model.architecture is auto and the model config is not local"
+
+
+def check(brief: Any, ctx: Any) -> list[CheckResult]:
+    grpo = brief.section("grpo")
+    variant, symptom = grpo["variant"], grpo["symptom"]
+    moe, source = model_is_moe(brief, ctx)
+    results = []
+    if variant != "grpo" and symptom != SYMPTOM_OF[variant]:
+        want = VARIANT_OF.get(str(symptom))
+        results.append(CheckResult(
+            ID, FAIL, "grpo.variant", f"{variant} answers symptom {SYMPTOM_OF[variant]}, but grpo.symptom is {symptom}",
+            f"set `grpo.variant: {want}`" if want else f"set `grpo.symptom: {SYMPTOM_OF[variant]}` only if "
+            "`finetune diagnose` showed it"))
+    if moe and variant != "gspo":
+        results.append(CheckResult(
+            ID, FAIL, "grpo.variant", f"the model is a mixture of experts ({source}); token-level ratios are "
+            "unstable when routing shifts between old and new policy",
+            "set `grpo.variant: gspo` and `grpo.symptom: moe` (sequence-level importance ratios)"))
+    if moe is False and variant == "gspo":
+        results.append(CheckResult(
+            ID, FAIL, "grpo.variant", f"gspo is the variant for mixture-of-experts models and this one is dense ({source})",
+            "set `grpo.variant: grpo` and remove grpo.symptom, unless the model really is MoE "
+            "(then set `model.architecture: moe`)"))
+    if results:
+        return results
+    if moe is None and variant != "gspo" and MOE_NAME.search(str(brief.section("model")["id"])):
+        return [CheckResult(ID, WARN, "model.architecture", f"{source}; the name {brief.section('model')['id']!r} "
+                            "suggests a mixture of experts",
+                            "set `model.architecture: moe` and `grpo.variant: gspo` if it is MoE, or "
+                            "`model.architecture: dense`")]
+    why = f"symptom {symptom}" if variant != "grpo" else "the default"
+    kind = {True: "MoE", False: "dense", None: "assumed dense"}[moe]
+    return [CheckResult(ID, PASS, "grpo.variant", f"{variant} ({why}); {kind} model ({source})")]

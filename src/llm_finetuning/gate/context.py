@@ -1,0 +1,143 @@
+"""Everything the checks need that lives outside the brief, loaded once, up front.
+
+Checks are pure functions of (brief, context): this module is the only part of the gate that reads
+records, run directories, model configs, TRL's source or the memory estimator. Each piece is loaded
+defensively: a piece that cannot be loaded becomes a value saying why, and the check that needs it
+reports that reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.records.problem import Problem
+
+MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """What the run directory named by grpo.deviation says about itself."""
+
+    run_dir: str
+    healthy: bool | None  # None: no diagnosis found
+    brief_name: str | None
+    problem: str = ""
+
+
+@dataclass
+class GateContext:
+    baseline: dict[str, Any] | None = None
+    baseline_problems: list[Problem] = field(default_factory=list)
+    inspection: dict[str, Any] | None = None
+    inspection_problems: list[Problem] = field(default_factory=list)
+    judge_problems: list[str] | None = None  # None: the brief has no judge reward
+    deviation: Deviation | None = None
+    model_config: dict[str, Any] | None = None  # config.json of a local model
+    trl_fields: frozenset[str] | None = None
+    trl_problem: str = ""
+    memory: Any = None
+    memory_problem: str = ""
+
+
+def _load_judge(brief: Any) -> list[str] | None:
+    if not any(r.get("fn") == "judge" for r in brief.data["rewards"]):
+        return None
+    try:
+        module = importlib.import_module("llm_finetuning.rewards.judge_calibration")
+        verify = module.verify_judge_calibration
+    except (ImportError, AttributeError):
+        return ["judge calibration not available in this installation"]
+    path = brief.resolve(brief.data["records"]["judge_calibration"])
+    return [str(p) for p in verify(brief, path)]
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | None:
+    for source in (diagnosis or {}, _read_json(run_dir / "manifest.json") or {}):
+        for value in (source.get("brief_name"), source.get("name"),
+                      source.get("brief", {}).get("name") if isinstance(source.get("brief"), dict) else None):
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def _load_deviation(brief: Any) -> Deviation | None:
+    ref = brief.section("grpo").get("deviation")
+    if not ref:
+        return None
+    run_dir = brief.resolve(str(ref))
+    if not run_dir.is_dir():
+        return Deviation(str(ref), None, None, f"run directory {run_dir} does not exist")
+    diagnosis = _read_json(run_dir / "diagnosis.json")
+    healthy: bool | None = None
+    if diagnosis is not None and isinstance(diagnosis.get("healthy"), bool):
+        healthy = diagnosis["healthy"]
+    else:
+        try:
+            diagnose = importlib.import_module("llm_finetuning.diagnose")
+            fn = getattr(diagnose, "diagnose_run", None) or getattr(diagnose, "diagnose", None)
+            result = fn(run_dir) if fn is not None else None
+            value = result.get("healthy") if isinstance(result, dict) else getattr(result, "healthy", None)
+            healthy = value if isinstance(value, bool) else None
+        except Exception:  # noqa: BLE001 - a run diagnose cannot read is simply undiagnosed
+            healthy = None
+    return Deviation(str(ref), healthy, _run_brief_name(run_dir, diagnosis))
+
+
+def _load_model_config(brief: Any) -> dict[str, Any] | None:
+    from llm_finetuning.records.bindings import model_is_local
+
+    mid = str(brief.section("model").get("id", ""))
+    if not model_is_local(mid, brief.folder):
+        return None
+    return _read_json(brief.resolve(mid) / "config.json")
+
+
+def _load_memory(brief: Any) -> tuple[Any, str]:
+    try:
+        estimate_brief = importlib.import_module("llm_finetuning.memory").estimate_brief
+    except (ImportError, AttributeError):
+        return None, "the memory estimator (llm_finetuning.memory.estimate_brief) is not available"
+    try:
+        return estimate_brief(brief.data, brief.folder), ""
+    except Exception as exc:  # noqa: BLE001 - an estimator failure must not hide the other checks
+        return None, f"the memory estimate failed: {exc}"
+
+
+def load_context(brief: Any) -> GateContext:
+    """Read every record and fact the checks need for `brief`."""
+    from llm_finetuning.gate.trl_fields import FieldsUnavailable, grpo_config_fields
+    from llm_finetuning.records.baseline import load_baseline, verify_baseline
+    from llm_finetuning.records.inspection import load_inspection, verify_inspection
+
+    ctx = GateContext()
+    records = brief.data["records"]
+    bpath = brief.resolve(records["baseline"])
+    ctx.baseline_problems = verify_baseline(brief, bpath)
+    if not any(p.kind in ("missing", "malformed") for p in ctx.baseline_problems):
+        ctx.baseline = load_baseline(bpath)
+    ipath = brief.resolve(records["inspection"])
+    ctx.inspection_problems = verify_inspection(brief, ipath)
+    if not any(p.kind in ("missing", "malformed") for p in ctx.inspection_problems):
+        ctx.inspection = load_inspection(ipath)
+    ctx.judge_problems = _load_judge(brief)
+    ctx.deviation = _load_deviation(brief)
+    ctx.model_config = _load_model_config(brief)
+    try:
+        ctx.trl_fields = grpo_config_fields()
+    except FieldsUnavailable as exc:
+        ctx.trl_problem = str(exc)
+    ctx.memory, ctx.memory_problem = _load_memory(brief)
+    return ctx

@@ -1,0 +1,93 @@
+"""Load a brief for the gate, skipping the JSON Schema validation when this exact brief was valid before.
+
+`finetune check`'s validation imports jsonschema (about 135 ms, half the gate's budget). The result of
+`check_brief` depends only on the brief's text, the brief package's code and schema, the reward registry,
+and the files the brief names (data files, a local model directory, custom reward modules next to the
+brief). When all of those are byte-for-byte (or stat-for-stat) what they were when the brief last passed,
+the earlier verdict stands; otherwise the full `load_brief` runs and a pass is remembered. Only passes are
+cached, so an invalid brief is always reported in full.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import llm_finetuning
+from llm_finetuning.brief import Brief, apply_defaults, sha256_bytes
+from llm_finetuning.brief.load import load_yaml_file
+from llm_finetuning.gate.trl_fields import cache_dir
+
+PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
+CODE_FILES = ("brief/__init__.py", "brief/check.py", "brief/load.py", "brief/brief.schema.json",
+              "rewards/registry.py")
+
+
+def _stat(p: Path) -> str:
+    try:
+        st = p.stat()
+    except OSError:
+        return f"{p}:absent"
+    kind = "dir" if p.is_dir() else "file"
+    return f"{p}:{kind}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _named_paths(raw: dict[str, Any], folder: Path) -> list[Path] | None:
+    """Every path `check_brief` looks at for this brief, or None when one cannot be pinned down."""
+    paths: list[Path] = []
+    data: dict[str, Any] = raw["data"] if isinstance(raw.get("data"), dict) else {}
+    for key in ("train", "eval"):
+        ref = data.get(key)
+        if isinstance(ref, str):
+            paths += [folder / ref, Path(ref).expanduser()]
+    model: dict[str, Any] = raw["model"] if isinstance(raw.get("model"), dict) else {}
+    mid = model.get("id")
+    if isinstance(mid, str):
+        paths += [folder / mid, Path(mid).expanduser()]
+        gguf = model.get("gguf_file")
+        if isinstance(gguf, str):
+            paths += [folder / mid / gguf, Path(mid).expanduser() / gguf]
+    rewards: list[Any] = raw["rewards"] if isinstance(raw.get("rewards"), list) else []
+    for spec in rewards:
+        fn = spec.get("fn") if isinstance(spec, dict) else None
+        if isinstance(fn, str) and ":" in fn:
+            module = fn.partition(":")[0]
+            candidate = folder / Path(*[p or "_" for p in module.split(".")]).with_suffix(".py")
+            if not candidate.is_file():
+                return None  # found on sys.path: not worth pinning down
+            paths.append(candidate)
+    return paths
+
+
+def _cache_key(path: Path, text: str, raw: dict[str, Any]) -> str | None:
+    named = _named_paths(raw, path.parent)
+    if named is None:
+        return None
+    parts = [llm_finetuning.__version__, str(path), text]
+    parts += [_stat(PACKAGE_DIR / f) for f in CODE_FILES]
+    parts += [_stat(p) for p in named]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def load_brief_for_gate(path: Path) -> tuple[Brief | None, list[Any]]:
+    """Like `llm_finetuning.brief.load_brief`, with the cached fast path described above."""
+    path = Path(path)
+    raw = load_yaml_file(path)  # raises UnusableInput for unreadable YAML, as load_brief does
+    text = path.read_text(encoding="utf-8")
+    key = _cache_key(path.resolve(), text, raw)
+    marker = cache_dir() / "valid-briefs" / key if key else None
+    if marker is not None and marker.is_file():
+        brief = Brief(path=path.resolve(), data=apply_defaults(raw), raw=raw,
+                      sha256=sha256_bytes(text.encode("utf-8")), text=text)
+        return brief, []
+    from llm_finetuning.brief import load_brief
+
+    loaded, errors = load_brief(path)
+    if loaded is not None and marker is not None:
+        with contextlib.suppress(OSError):
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+    return loaded, errors

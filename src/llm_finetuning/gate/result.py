@@ -1,0 +1,77 @@
+"""The gate's verdicts as values: one `CheckResult` per finding, gathered into a `GateReport`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
+
+PASS, FAIL, WARN = "pass", "fail", "warn"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's verdict on one thing: id, pass/fail/warn, the YAML path, the reason, and the fix."""
+
+    id: str
+    verdict: str
+    path: str
+    reason: str
+    fix: str = ""
+
+    def line(self) -> str:
+        fix = f" Fix: {self.fix}" if self.fix and self.verdict != PASS else ""
+        return f"{self.verdict.upper():4}  {self.id:<20}  {self.path or '(brief)'}: {self.reason}{fix}"
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass
+class GateReport:
+    """Every check's results, in the registered order. Passed when nothing failed."""
+
+    brief_path: str
+    name: str | None
+    checks: list[CheckResult] = field(default_factory=list)
+    fingerprint: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def failures(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.verdict == FAIL]
+
+    @property
+    def warnings(self) -> list[CheckResult]:
+        return [c for c in self.checks if c.verdict == WARN]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.passed else EXIT_REJECTED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "brief": self.brief_path,
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+            "summary": {"failed": len(self.failures), "warnings": len(self.warnings),
+                        "passed": sum(1 for c in self.checks if c.verdict == PASS)},
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+    def render(self) -> str:
+        """Human output: one line per result, then the verdict."""
+        lines = [f"finetune gate {self.brief_path}"]
+        lines += [c.line() for c in self.checks]
+        failed, warned = len(self.failures), len(self.warnings)
+        if self.passed:
+            tail = f" ({warned} warning(s))" if warned else ""
+            lines.append(f"gate: passed{tail}; next: finetune render {self.brief_path} -o RUN_DIR")
+        else:
+            lines.append(f"gate: rejected: {failed} check result(s) failed, {warned} warning(s); fix them and run the gate again")
+        return "\n".join(lines)

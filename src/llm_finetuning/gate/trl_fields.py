@@ -1,0 +1,117 @@
+"""The field names of the installed TRL's `GRPOConfig`, read from its source without importing TRL.
+
+`from trl import GRPOConfig` takes seconds (it imports torch and transformers). Instead this parses
+trl/trainer/grpo_config.py with `ast`, follows the class's bases (TRL's `_BaseConfig`, then
+transformers' `TrainingArguments` in transformers/training_args.py) and collects the annotated class
+attributes, i.e. the dataclass fields. Files are located from the top-level packages' specs, which
+`importlib.util.find_spec` finds without executing anything. The list is cached in
+~/.cache/llm-finetuning/ (or $LLM_FINETUNING_CACHE), keyed by the path, size and mtime of every file read.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+from llm_finetuning.records._io import atomic_write_json
+
+# Names re-exported by a package's lazy __init__: where their class is defined.
+KNOWN_LOCATIONS = {("transformers", "TrainingArguments"): "training_args.py"}
+
+
+class FieldsUnavailable(Exception):
+    """TRL (or a file it builds on) is not installed or cannot be parsed."""
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("LLM_FINETUNING_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "llm-finetuning"
+
+
+def package_dir(name: str) -> Path:
+    """Folder of an installed top-level package, found without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise FieldsUnavailable(f"{name} is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _module_file(root: Path, dotted: str) -> Path:
+    p = root.joinpath(*dotted.split(".")) if dotted else root
+    return p.with_suffix(".py") if p.with_suffix(".py").is_file() else p / "__init__.py"
+
+
+def _class_fields(file: Path, class_name: str, seen: list[Path]) -> set[str]:
+    """Annotated attributes of `class_name` in `file` and of every base it can follow."""
+    seen.append(file)
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raise FieldsUnavailable(f"cannot parse {file}: {exc}") from None
+    imports: dict[str, tuple[int, str, str]] = {}  # local name -> (level, module, original name)
+    cls: ast.ClassDef | None = None
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                imports[alias.asname or alias.name] = (node.level, node.module or "", alias.name)
+        elif isinstance(node, ast.ClassDef) and node.name == class_name:
+            cls = node
+    if cls is None:
+        raise FieldsUnavailable(f"{file} defines no class {class_name}")
+    fields = {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    for base in cls.bases:
+        if not isinstance(base, ast.Name) or base.id in ("object", "Generic"):
+            continue
+        if base.id not in imports:
+            fields |= _class_fields(file, base.id, seen)
+            continue
+        level, module, original = imports[base.id]
+        if level:
+            root = file.parent
+            for _ in range(level - 1):
+                root = root.parent
+            target = _module_file(root, module)
+        else:
+            top, _, rest = module.partition(".")
+            known = KNOWN_LOCATIONS.get((module, original))
+            target = package_dir(top) / known if known else _module_file(package_dir(top), rest)
+        fields |= _class_fields(target, original, seen)
+    return fields
+
+
+def _key(files: list[Path]) -> str:
+    parts = []
+    for f in files:
+        st = f.stat()
+        parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def grpo_config_fields() -> frozenset[str]:
+    """Field names of the installed TRL's GRPOConfig (cached by file path, size and mtime)."""
+    trl = package_dir("trl")
+    entry = trl / "trainer" / "grpo_config.py"
+    if not entry.is_file():
+        raise FieldsUnavailable(f"{entry} does not exist (an unexpected TRL layout)")
+    cache = cache_dir() / "grpo-config-fields.json"
+    try:
+        cached = json.loads(cache.read_text(encoding="utf-8"))
+        if cached.get("entry") == str(entry) and _key([Path(f) for f in cached["files"]]) == cached["key"]:
+            return frozenset(cached["fields"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    seen: list[Path] = []
+    fields = _class_fields(entry, "GRPOConfig", seen)
+    files = list(dict.fromkeys(seen))
+    with contextlib.suppress(OSError):  # a read-only home only costs speed
+        atomic_write_json(cache, {"entry": str(entry), "files": [str(f) for f in files], "key": _key(files),
+                                  "fields": sorted(fields)})
+    return frozenset(fields)
