@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 from skill_bundle import REPO
 
@@ -55,3 +56,32 @@ def test_brief_writing_example_keeps_the_recipe() -> None:
     for key, value in example["grpo"].items():
         if key in CORE | {"max_completion_length", "max_steps", "variant"}:
             assert value == defaults[key], f"references/brief-writing.md grpo.{key}: {value} != {defaults[key]}"
+
+
+def recipe_code_kwargs() -> dict[str, object]:
+    """The literal keyword arguments of the GRPOConfig(...) call in references/grpo-recipe.md."""
+    import ast
+
+    text = (REPO / "references/grpo-recipe.md").read_text(encoding="utf-8")
+    tree = ast.parse(re.search(r"```python\n(.*?)```", text, re.S).group(1))
+    call = next(n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "GRPOConfig")
+    return {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
+
+
+def test_recipe_code_keeps_the_schema_defaults() -> None:
+    kwargs = recipe_code_kwargs()
+    defaults = recipe_defaults()
+    shared = set(kwargs) & set(defaults)
+    assert shared >= CORE - {"variant"}
+    for key in shared:
+        assert kwargs[key] == defaults[key], f"references/grpo-recipe.md {key}={kwargs[key]}, schema {defaults[key]}"
+    assert kwargs["loss_type"] == "grpo" and kwargs["bf16"] is True
+
+
+@pytest.mark.slow
+def test_recipe_code_uses_real_grpoconfig_fields() -> None:
+    import dataclasses
+
+    trl = pytest.importorskip("trl")
+    fields = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
+    assert set(recipe_code_kwargs()) <= fields, sorted(set(recipe_code_kwargs()) - fields)
