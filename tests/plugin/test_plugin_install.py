@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -51,16 +50,22 @@ def test_install_from_own_marketplace(run_claude, tmp_path: Path) -> None:  # ty
     details = run_claude("plugin", "details", f"{PLUGIN}@{MARKETPLACE}")
     out = details.stdout
     assert details.returncode == 0, out + details.stderr
-    inventory = {line.split()[0]: line for line in out.splitlines() if line.strip().startswith(("Skills", "Agents"))}
-    for skill in [*SKILLS, "finetune"]:  # Claude Code lists the /finetune command among the skills
-        assert skill in inventory["Skills"], f"{skill} missing from: {inventory['Skills']}"
-    assert "llm-finetuning-training-engineer" in inventory["Agents"], out
+    inventory = {line.split()[0]: line for line in out.splitlines()
+                 if line.strip().startswith(("Skills", "Agents", "Commands"))}
+    listed = {name.strip(",") for name in inventory["Skills"].split()}
+    for skill in SKILLS:
+        assert skill in listed, f"{skill} missing from: {inventory['Skills']}"
+    # Claude Code 2.1.x lists the /finetune command among the skills; older versions under Commands
+    commands = listed | {name.strip(",") for name in inventory.get("Commands", "").split()}
+    assert "finetune" in commands, out
+    assert "llm-finetuning-training-engineer" in inventory["Agents"].split(), out
     assert "0.1.0" in out
 
     # the installed copy carries the launcher, still executable, and it derives the plugin's data folder
-    records = json.loads((run_claude.home / ".claude/plugins/installed_plugins.json").read_text())
-    install_path = Path(records["plugins"][f"{PLUGIN}@{MARKETPLACE}"][0]["installPath"])
-    launcher = install_path / "bin/finetune"
+    copies = sorted((run_claude.home / ".claude/plugins/cache").glob(f"{MARKETPLACE}/{PLUGIN}/*/bin/finetune"))
+    assert len(copies) == 1, f"expected one installed copy of bin/finetune, found {copies}"
+    launcher = copies[0]
+    install_path = launcher.parent.parent
     assert os.access(launcher, os.X_OK)
     setup = subprocess.run([str(install_path / "bin/llm-finetuning-setup"), "--print-venv"], capture_output=True,
                            text=True, env={"HOME": str(run_claude.home), "PATH": "/usr/bin:/bin"}, check=True)
