@@ -1,13 +1,95 @@
-"""`finetune render`: not yet available (see the CLI table in README.md)."""
+"""`finetune render BRIEF -o RUN_DIR [--json]`: the gate, then the run directory. Exit 0, 1 gate rejected, 2.
+
+Pure: imports no torch, transformers, trl or vllm, so it answers in well under a second.
+"""
 
 from __future__ import annotations
 
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
 import click
 
-from llm_finetuning.commands._common import not_yet
+from llm_finetuning.commands._common import fail_unusable, load_checked_brief
+from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
 
 
-@click.command("render", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def command() -> None:
-    """Not yet available in this version."""
-    not_yet("render")
+def _recommend(brief: Any) -> tuple[dict[str, Any], str]:
+    """The memory estimate's advice (vLLM share, sleep mode, distribution), or ({}, why not)."""
+    try:
+        estimate_brief = getattr(importlib.import_module("llm_finetuning.memory"), "estimate_brief", None)
+    except ImportError:
+        estimate_brief = None
+    if estimate_brief is None:
+        return {}, "no memory estimate in this version: vLLM memory share 0.3, sleep mode off"
+    try:
+        return dict(estimate_brief(brief.data, brief.folder).recommend or {}), ""
+    except (UnusableInput, ValueError, KeyError, OSError) as exc:
+        reason = exc.line() if isinstance(exc, UnusableInput) else str(exc)
+        return {}, f"memory estimate unavailable ({reason}): vLLM memory share 0.3, sleep mode off"
+
+
+def _gate_line(check: Any) -> str:
+    fix = f" Fix: {check.fix}" if getattr(check, "fix", "") else ""
+    return f"[{check.verdict}] {check.id}: {check.path or '(brief)'}: {check.reason}{fix}"
+
+
+@click.command("render")
+@click.argument("brief", type=click.Path(path_type=Path))
+@click.option("-o", "--output", "run_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Run directory to write (created if missing).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+def command(brief: Path, run_dir: Path, as_json: bool) -> None:
+    """Run the Phase 1 gate on BRIEF, then write RUN_DIR: grpo_config.yaml (TRL GRPOConfig and `trl grpo`),
+    accelerate.yaml, launch.sh, rewards_entry.py, sbatch.sh (several nodes) and manifest.json."""
+    loaded = load_checked_brief(str(brief), as_json)
+    try:
+        from llm_finetuning.gate import gate_fingerprint, run_gate
+    except ImportError:
+        fail_unusable(UnusableInput("the Phase 1 gate (llm_finetuning.gate) is not installed",
+                                    "install a complete llm-finetuning"), as_json)
+    report = run_gate(brief)
+    if not report.passed:
+        if as_json:
+            click.echo(json.dumps({"rendered": False, "gate": report.to_json()}))
+        else:
+            click.echo(f"{brief}: the gate rejects this brief; nothing was rendered.")
+            for check in report.checks:
+                if check.verdict != "pass":
+                    click.echo(_gate_line(check))
+        sys.exit(EXIT_REJECTED)
+
+    from llm_finetuning.render import RenderError, render_run
+
+    try:
+        recommend, why_not = _recommend(loaded)
+        result = render_run(loaded, run_dir, gate_fingerprint(loaded), recommend)
+    except RenderError as exc:
+        if as_json:
+            click.echo(json.dumps({"rendered": False, "errors": [e.to_json() for e in exc.errors]}))
+        else:
+            click.echo(f"{brief}: cannot be rendered into a run TRL accepts:", err=True)
+            for e in exc.errors:
+                click.echo(e.line(), err=True)
+        sys.exit(EXIT_UNUSABLE)
+    notes = ([why_not] if why_not else []) + result.plan.notes + [f"trl grpo: {n}" for n in result.plan.trl_cli_notes]
+    if as_json:
+        click.echo(json.dumps({"rendered": True, "run_dir": str(run_dir), "files": result.files,
+                               "topology": result.plan.topology.to_json(), "notes": notes}))
+        return
+    topo = result.plan.topology
+    click.echo(f"{brief}: gate passed; rendered run '{loaded.name}' into {run_dir}")
+    for name in sorted(result.files):
+        click.echo(f"  {name}  sha256 {result.files[name][:12]}")
+    click.echo(f"  manifest.json  (brief sha256 {loaded.sha256[:12]})")
+    where = "CPU" if topo.cpu else f"{topo.train_processes} training process(es), {topo.distributed}"
+    if topo.server_gpus:
+        where += f", vLLM server on {topo.server_gpus} GPU(s)"
+    click.echo(f"  {where}; generation {topo.generation}")
+    for note in notes:
+        click.echo(f"  note: {note}")
+    launch = f"cd {run_dir} && sbatch sbatch.sh" if topo.nodes > 1 else f"finetune launch {run_dir}"
+    click.echo(f"Next: {launch}")

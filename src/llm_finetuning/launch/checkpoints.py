@@ -1,0 +1,86 @@
+"""Checkpoint bookkeeping: a checkpoint counts only once its commit marker exists.
+
+The Trainer writes checkpoint-<step>/ file by file; a run killed halfway leaves a folder that looks like
+a checkpoint but is not one. After everything in it is written and fsynced, `commit_checkpoint` writes
+COMPLETE atomically (temp file, fsync, os.replace, then the directory fsync). `--resume` takes the
+newest committed checkpoint and moves uncommitted ones aside. Pure: no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+MARKER = "COMPLETE"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def commit_checkpoint(folder: Path, step: int) -> None:
+    """fsync every file of `folder`, then write its COMPLETE marker atomically."""
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            path = Path(root) / name
+            try:
+                with open(path, "rb") as fh:
+                    os.fsync(fh.fileno())
+            except OSError:
+                pass
+        _fsync_dir(Path(root))
+    tmp = folder / f".{MARKER}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"step": step}) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / MARKER)
+    _fsync_dir(folder)
+
+
+def is_complete(folder: Path) -> bool:
+    return (folder / MARKER).is_file() and (folder / "trainer_state.json").is_file()
+
+
+def checkpoints(output_dir: Path) -> list[tuple[int, Path]]:
+    """(step, folder) of every checkpoint-<step> folder, oldest first."""
+    if not output_dir.is_dir():
+        return []
+    found = []
+    for child in output_dir.iterdir():
+        m = _CHECKPOINT.match(child.name)
+        if m and child.is_dir():
+            found.append((int(m.group(1)), child))
+    return sorted(found)
+
+
+def last_complete_checkpoint(output_dir: Path) -> Path | None:
+    complete = [path for _, path in checkpoints(output_dir) if is_complete(path)]
+    return complete[-1] if complete else None
+
+
+def set_aside_incomplete(output_dir: Path) -> list[Path]:
+    """Rename uncommitted checkpoint folders to incomplete-checkpoint-<step> so nothing resumes from them."""
+    moved = []
+    for step, path in checkpoints(output_dir):
+        if not is_complete(path):
+            target = output_dir / f"incomplete-checkpoint-{step}"
+            n = 1
+            while target.exists():
+                n += 1
+                target = output_dir / f"incomplete-checkpoint-{step}.{n}"
+            os.replace(path, target)
+            moved.append(target)
+    return moved

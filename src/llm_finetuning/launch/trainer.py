@@ -1,0 +1,365 @@
+"""Build and run TRL's GRPOTrainer from a verified run directory (heavy: imports inside functions).
+
+grpo_config.yaml is parsed by TRL's own parser for `trl grpo` (GRPOScriptArguments, GRPOConfig,
+ModelConfig, DatasetMixtureConfig), so `finetune launch` and `trl grpo --config` read the same values.
+On top of TRL's script this adds: model resolution (embedded/GGUF models), the brief's prompt field and
+system prompt, metrics.jsonl and completions.jsonl, a progress bar on stderr, checkpoints that count only
+once committed, and a checkpoint before exiting on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import shutil
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE
+from llm_finetuning.launch import LaunchRefused
+from llm_finetuning.launch.checkpoints import (
+    checkpoints,
+    commit_checkpoint,
+    last_complete_checkpoint,
+    set_aside_incomplete,
+)
+
+METRICS = "metrics.jsonl"
+COMPLETIONS = "completions.jsonl"
+FINAL_MODEL = "model"
+
+
+@dataclass
+class TrainOutcome:
+    global_step: int
+    max_steps: int
+    stopped_by: str | None  # signal name when a signal ended the run early
+    checkpoint: str | None  # last committed checkpoint
+    final_model: str | None
+
+
+class _StopFlag:
+    """Set by SIGINT/SIGTERM; the trainer saves a checkpoint at the end of the current step and stops."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.signal_name = signal.Signals(signum).name
+        print(f"\nfinetune launch: {self.signal_name} received; saving a checkpoint at the end of this step "
+              "(send it again to stop at once)", file=sys.stderr, flush=True)
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe metric values: NaN and infinities become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return value
+
+
+def _jsonl_append(path: Path, rows: list[dict[str, Any]]) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        fh.flush()
+
+
+def _truncate_jsonl(path: Path, max_step: int) -> None:
+    """Drop rows logged after `max_step` (a killed run logged steps its checkpoint does not hold)."""
+    if not path.is_file():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a line cut by a kill
+        if isinstance(row, dict) and int(row.get("step", 0)) <= max_step:
+            kept.append(line)
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool) -> list[Any]:
+    import torch
+    from transformers import TrainerCallback
+
+    class MetricsCallback(TrainerCallback):  # type: ignore[misc]
+        """metrics.jsonl: one object per TRL log event, `step` and `epoch` first."""
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if state.is_world_process_zero and logs:
+                row = {"step": state.global_step, "epoch": _clean(state.epoch)}
+                row.update({k: _clean(v) for k, v in logs.items()})
+                _jsonl_append(run_dir / METRICS, [row])
+
+    class StopOnSignal(TrainerCallback):  # type: ignore[misc]
+        """Checkpoint and stop at a step boundary once a signal arrived on any process."""
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            flag = stop.signal_name is not None
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+                t = torch.tensor([1.0 if flag else 0.0], device=device)
+                torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+                flag = bool(t.item() > 0)
+            if flag:
+                control.should_save = True
+                control.should_training_stop = True
+            return control
+
+    class Progress(TrainerCallback):  # type: ignore[misc]
+        """A tqdm bar on stderr: steps, with the latest reward and loss."""
+
+        bar: Any = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if state.is_world_process_zero:
+                from tqdm.auto import tqdm
+
+                self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc="GRPO", unit="step",
+                                file=sys.stderr, dynamic_ncols=True)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.bar is not None:
+                self.bar.update(state.global_step - self.bar.n)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if self.bar is not None and logs:
+                shown = {k: f"{v:.3g}" for k, v in logs.items()
+                         if k in ("reward", "loss", "kl", "entropy") and isinstance(v, (int, float))}
+                self.bar.set_postfix(shown, refresh=False)
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
+
+    out: list[Any] = [MetricsCallback(), StopOnSignal()]
+    if progress:
+        out.append(Progress())
+    return out
+
+
+def _trainer_class() -> Any:
+    from trl import GRPOTrainer
+
+    class RunTrainer(GRPOTrainer):  # type: ignore[misc]
+        """GRPOTrainer that commits checkpoints and writes completions.jsonl."""
+
+        _lf_run_dir: Path
+        _lf_last_batch: Any = None
+
+        def _save_checkpoint(self, model: Any, trial: Any) -> None:
+            super()._save_checkpoint(model, trial)
+            self.accelerator.wait_for_everyone()
+            if self.args.should_save:
+                folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
+                commit_checkpoint(folder, self.state.global_step)
+            self.accelerator.wait_for_everyone()
+
+        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+            super().log(logs, start_time)
+            if not self.accelerator.is_main_process or not self.model.training:
+                return
+            prompts, completions = self._logs["prompt"], self._logs["completion"]
+            if not completions:
+                return
+            batch = (len(completions), id(completions[-1]), id(completions[0]))
+            if batch == self._lf_last_batch:
+                return  # no new generation since the last log event
+            self._lf_last_batch = batch
+            rewards = {name: list(values) for name, values in self._logs["rewards"].items()}
+            rows = []
+            for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=False)):
+                rows.append({"step": self.state.global_step, "prompt": prompt, "completion": completion,
+                             "rewards": {name: _clean(v[i]) if i < len(v) else None for name, v in rewards.items()}})
+            _jsonl_append(self._lf_run_dir / COMPLETIONS, rows)
+
+    return RunTrainer
+
+
+def _resolve_model(brief: Any, config_ref: str) -> tuple[str, Any]:
+    """(path for from_pretrained, resolved model or None). Embedded and GGUF models are dequantised once."""
+    try:
+        from llm_finetuning.models import resolve_model
+    except ImportError:
+        if config_ref.startswith("embedded:"):
+            raise LaunchRefused([f"model.id: {config_ref} needs llm_finetuning.models, which is not installed. "
+                                 "Fix: install a complete llm-finetuning"], EXIT_UNUSABLE) from None
+        return config_ref, None
+    resolved = resolve_model(brief.data["model"], brief.folder)
+    return str(resolved.path), resolved
+
+
+def _prepare_dataset(dataset: Any, data: dict[str, Any], tokenizer: Any) -> Any:
+    """The brief's prompt field becomes `prompt`; string prompts become chat messages when the model has a
+    chat template (the way baseline and inspection sampled them), with data.system_prompt first."""
+    field = data.get("prompt_field") or "prompt"
+    if field not in dataset.column_names:
+        raise LaunchRefused([f"data.prompt_field: column {field!r} is not in the training data (columns: "
+                             f"{', '.join(dataset.column_names)}). Fix: set data.prompt_field to the prompt column"],
+                            EXIT_UNUSABLE)
+    if field != "prompt":
+        if "prompt" in dataset.column_names:
+            dataset = dataset.remove_columns("prompt")
+        dataset = dataset.rename_column(field, "prompt")
+    system = data.get("system_prompt")
+    chat = bool(getattr(tokenizer, "chat_template", None)) if tokenizer is not None else bool(system)
+
+    def to_messages(row: dict[str, Any]) -> dict[str, Any]:
+        prompt = row["prompt"]
+        if isinstance(prompt, str) and (chat or system):
+            messages = ([{"role": "system", "content": system}] if system else []) + \
+                [{"role": "user", "content": prompt}]
+            return {"prompt": messages}
+        return {"prompt": prompt}
+
+    if chat or system:
+        dataset = dataset.map(to_messages)
+    return dataset
+
+
+def _load_tokenizer(resolved: Any, path: str, revision: str | None) -> Any:
+    tok = None
+    if resolved is not None:
+        try:
+            from llm_finetuning.models import load_tokenizer
+
+            tok = load_tokenizer(resolved)
+        except ImportError:
+            pass
+    if tok is None:
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(path, revision=revision)
+    tok.padding_side = "left"  # decoder-only generation pads on the left, as TRL's own loader does
+    tok.truncation_side = "left"
+    if tok.pad_token is None and tok.eos_token is not None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str] | None = None,
+          progress: bool = True) -> TrainOutcome:
+    """Train the verified run in `run_dir` in this process (one of several under accelerate, or alone)."""
+    run_dir = Path(run_dir).resolve()
+    os.chdir(run_dir)
+    if str(run_dir) not in sys.path:
+        sys.path.insert(0, str(run_dir))
+    from trl import get_dataset, get_peft_config, get_quantization_config
+    from trl.scripts.grpo import make_parser
+
+    parser = make_parser()
+    argv = ["--config", "grpo_config.yaml", *(extra_args or [])]
+    script_args, training_args, model_args, dataset_args, _rest = parser.parse_args_and_config(
+        argv, return_remaining_strings=True)
+
+    model_path, resolved = _resolve_model(brief, str(model_args.model_name_or_path))
+    output_dir = (run_dir / training_args.output_dir).resolve()
+    training_args.output_dir = str(output_dir)
+
+    checkpoint: Path | None = None
+    if resume:
+        set_aside_incomplete(output_dir)
+        checkpoint = last_complete_checkpoint(output_dir)
+        if checkpoint is None:
+            raise LaunchRefused([f"--resume: no complete checkpoint in {output_dir}. Fix: launch without --resume "
+                                 "to start from the beginning"], EXIT_REJECTED)
+        step = int(checkpoint.name.rsplit("-", 1)[1])
+        _truncate_jsonl(run_dir / METRICS, step)
+        _truncate_jsonl(run_dir / COMPLETIONS, step)
+    elif any(True for _ in checkpoints(output_dir)):
+        raise LaunchRefused([f"{output_dir} already holds checkpoints of an earlier launch. Fix: continue it with "
+                             "`finetune launch RUN_DIR --resume`, or render into a new RUN_DIR"], EXIT_REJECTED)
+    else:
+        for name in (METRICS, COMPLETIONS):
+            (run_dir / name).unlink(missing_ok=True)
+
+    model_init_kwargs = {
+        "revision": model_args.model_revision,
+        "trust_remote_code": training_args.trust_remote_code,
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+    }
+    model_init_kwargs.update(training_args.model_init_kwargs or {})
+    if resolved is not None and getattr(resolved, "revision", None) is None and model_path != model_args.model_name_or_path:
+        model_init_kwargs.pop("revision", None)  # a dequantised local copy has no hub revision
+    training_args.model_init_kwargs = model_init_kwargs
+
+    reward_funcs = []
+    for ref in script_args.reward_funcs or []:
+        module, _, attr = ref.rpartition(".")
+        reward_funcs.append(getattr(importlib.import_module(module), attr))
+
+    tokenizer = _load_tokenizer(resolved, model_path, model_init_kwargs.get("revision"))
+    dataset = get_dataset(dataset_args)[script_args.dataset_train_split]
+    dataset = _prepare_dataset(dataset, brief.data["data"], tokenizer)
+
+    stop = _StopFlag()
+    trainer_cls = _trainer_class()
+    trainer = trainer_cls(
+        model=model_path,
+        reward_funcs=reward_funcs,
+        args=training_args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
+        quantization_config=get_quantization_config(model_args),
+        callbacks=_callbacks(run_dir, stop, progress),
+    )
+    trainer._lf_run_dir = run_dir
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(ProgressCallback)
+    trainer.remove_callback(PrinterCallback)
+
+    stop.install()
+    try:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    finally:
+        stop.restore()
+    last = last_complete_checkpoint(output_dir)
+    final_model = None
+    if stop.signal_name is None:
+        final_model = _save_final(trainer, run_dir)
+    return TrainOutcome(
+        global_step=int(trainer.state.global_step), max_steps=int(trainer.state.max_steps),
+        stopped_by=stop.signal_name, checkpoint=str(last) if last else None, final_model=final_model,
+    )
+
+
+def _save_final(trainer: Any, run_dir: Path) -> str:
+    """The trained weights (or adapter) in RUN_DIR/model, swapped in whole (temp folder, then rename)."""
+    tmp = run_dir / f".{FINAL_MODEL}.tmp"
+    final = run_dir / FINAL_MODEL
+    if trainer.accelerator.is_main_process and tmp.exists():
+        shutil.rmtree(tmp)
+    trainer.accelerator.wait_for_everyone()
+    trainer.save_model(str(tmp))
+    trainer.accelerator.wait_for_everyone()
+    if trainer.accelerator.is_main_process:
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    trainer.accelerator.wait_for_everyone()
+    return str(final)

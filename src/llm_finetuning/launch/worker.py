@@ -1,0 +1,71 @@
+"""What each training process runs: `python -m llm_finetuning.launch.worker RUN_DIR [--resume]`.
+
+launch.sh and sbatch.sh start it through `accelerate launch`; `finetune launch` calls `run_worker` in its
+own process when the run has a single training process. Every process verifies the run (manifest, gate,
+vLLM) before it loads anything heavy, so launching the scripts by hand skips no check.
+`--print-model RUN_DIR` prints the model path the vLLM server must load (embedded/GGUF models resolved).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
+from llm_finetuning.launch import LaunchRefused, verify_run
+
+
+def run_worker(run_dir: Path, resume: bool, extra_args: list[str], progress: bool = True) -> int:
+    """Verify and train; print the outcome on stderr; return the exit code."""
+    try:
+        run = verify_run(run_dir)
+        from llm_finetuning.launch.trainer import train
+
+        outcome = train(run.run_dir, run.brief, resume=resume, extra_args=extra_args, progress=progress)
+    except LaunchRefused as exc:
+        for line in exc.lines:
+            print(f"finetune launch: {line}", file=sys.stderr)
+        return exc.exit_code
+    if outcome.stopped_by:
+        print(f"finetune launch: stopped by {outcome.stopped_by} at step {outcome.global_step} of "
+              f"{outcome.max_steps}; checkpoint {outcome.checkpoint}. Continue with: "
+              f"finetune launch {run.run_dir} --resume", file=sys.stderr)
+        return EXIT_REJECTED
+    print(f"finetune launch: trained {outcome.global_step} step(s); model in {outcome.final_model}; metrics in "
+          f"{run.run_dir / 'metrics.jsonl'}", file=sys.stderr)
+    return EXIT_OK
+
+
+def print_model(run_dir: Path) -> int:
+    try:
+        run = verify_run(run_dir)
+        from llm_finetuning.launch.trainer import _resolve_model
+
+        from_config = str(run.brief.data["model"]["id"])
+        path, _ = _resolve_model(run.brief, from_config)
+    except LaunchRefused as exc:
+        for line in exc.lines:
+            print(f"finetune launch: {line}", file=sys.stderr)
+        return exc.exit_code
+    if not path.startswith("/") and (run.brief.folder / path).exists():
+        path = str((run.brief.folder / path).resolve())
+    print(path)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m llm_finetuning.launch.worker")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--vllm-server-host", default=None)
+    parser.add_argument("--print-model", action="store_true")
+    ns = parser.parse_args(argv)
+    if ns.print_model:
+        return print_model(ns.run_dir)
+    extra = ["--vllm_server_host", ns.vllm_server_host] if ns.vllm_server_host else []
+    return run_worker(ns.run_dir, ns.resume, extra)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Render a passing brief into a run directory: TRL config, accelerate config, launch scripts, manifest.
+
+Pure: Jinja2 (StrictUndefined, autoescape off) over values computed in `plan.py`; every value reaches a
+file through a filter (YAML through yaml.safe_dump, shell through shlex.quote, Python through repr),
+never as raw text. Output is deterministic: no timestamps, no absolute paths, the brief's sha256 in a
+header comment. No torch, transformers, trl or vllm import, so `finetune render` answers fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from llm_finetuning import __version__
+from llm_finetuning.render.manifest import MANIFEST, build_manifest, file_sha256
+from llm_finetuning.render.plan import (
+    MAIN_PROCESS_PORT,
+    VLLM_SERVER_GPU_MEMORY_UTILIZATION,
+    VLLM_SERVER_PORT,
+    RenderError,
+    RunPlan,
+    build_plan,
+)
+
+__all__ = ["RenderError", "RenderResult", "RunPlan", "build_plan", "render_files", "render_run", "to_yaml"]
+
+SERVER_WAIT_S = 900
+
+
+def to_yaml(value: Any) -> str:
+    """One YAML value on one line, through yaml.safe_dump (strings quoted whenever YAML needs it)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=2**31, allow_unicode=True, sort_keys=False)
+    text = text.strip()
+    if text.endswith("\n..."):
+        text = text[: -len("\n...")]
+    elif text.endswith("..."):
+        text = text[:-3].rstrip()
+    if "\n" in text:
+        raise ValueError(f"value does not fit on one YAML line: {value!r}")
+    return text
+
+
+def _comment(value: Any) -> str:
+    return " ".join(str(value).split())
+
+
+def _sh_args(args: list[Any]) -> str:
+    return " ".join(shlex.quote(str(a)) for a in args)
+
+
+def _env() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("llm_finetuning.render", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["yaml"] = to_yaml
+    env.filters["comment"] = _comment
+    env.filters["sh"] = lambda v: shlex.quote(str(v))
+    env.filters["sh_args"] = _sh_args
+    env.filters["py"] = lambda v: repr(str(v))
+    return env
+
+
+def _serve_args(plan: RunPlan) -> list[Any]:
+    args: list[Any] = []
+    if plan.model_revision:
+        args += ["--revision", plan.model_revision]
+    args += ["--tensor_parallel_size", plan.topology.server_gpus, "--gpu_memory_utilization",
+             VLLM_SERVER_GPU_MEMORY_UTILIZATION, "--dtype", plan.dtype, "--max_model_len", plan.vllm_max_model_length]
+    return args
+
+
+def render_files(plan: RunPlan) -> dict[str, str]:
+    """The rendered files' text by file name (manifest.json excluded)."""
+    env = _env()
+    context = {
+        "plan": plan,
+        "topo": plan.topology,
+        "version": __version__,
+        "server_port": VLLM_SERVER_PORT,
+        "server_wait_s": SERVER_WAIT_S,
+        "main_process_port": MAIN_PROCESS_PORT,
+        "serve_args": _serve_args(plan),
+        "specs_json": json.dumps(plan.reward_specs, sort_keys=True, ensure_ascii=False),
+    }
+    names = ["grpo_config.yaml", "accelerate.yaml", "launch.sh", "rewards_entry.py"]
+    if plan.topology.nodes > 1:
+        names.append("sbatch.sh")
+    out = {}
+    for name in names:
+        text = env.get_template(f"{name}.j2").render(**context)
+        out[name] = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+    # The file TRL will read must load back to exactly the plan's values.
+    if yaml.safe_load(out["grpo_config.yaml"]) != plan.config():
+        raise AssertionError("grpo_config.yaml does not load back to the planned values")
+    return out
+
+
+def _atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class RenderResult:
+    run_dir: Path
+    plan: RunPlan
+    files: dict[str, str]  # name -> sha256
+    manifest: dict[str, Any]
+
+
+def render_run(brief: Any, run_dir: Path, gate_fingerprint: str,
+               recommend: dict[str, Any] | None = None) -> RenderResult:
+    """Write the run directory for `brief` (which passed the gate) and its manifest; RenderError if TRL could not run it."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    plan = build_plan(brief, run_dir, recommend)
+    texts = render_files(plan)
+    previous = run_dir / MANIFEST
+    if previous.is_file():
+        try:
+            old = json.loads(previous.read_text(encoding="utf-8")).get("files", {})
+        except (OSError, ValueError):
+            old = {}
+        for stale in set(old) - set(texts):
+            if "/" not in stale and (run_dir / stale).is_file():
+                (run_dir / stale).unlink()
+    for name, text in texts.items():
+        _atomic_write(run_dir / name, text, 0o755 if name.endswith(".sh") else 0o644)
+    hashes = {name: file_sha256(run_dir / name) for name in sorted(texts)}
+    manifest = build_manifest(brief, run_dir, plan, hashes, gate_fingerprint)
+    _atomic_write(run_dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return RenderResult(run_dir, plan, hashes, manifest)
