@@ -45,6 +45,15 @@ def sha256_file(path: Path) -> str | None:
     return h.hexdigest()
 
 
+def shown(path: Path | str) -> str:
+    """A path as messages show it: relative to the working directory when under it, else absolute."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return str(p)
+
+
 def utc_now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 

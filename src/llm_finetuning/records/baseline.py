@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.records._io import atomic_write_json, read_json_object, sha256_json, utc_now
+from llm_finetuning.records._io import atomic_write_json, read_json_object, sha256_json, shown, utc_now
 from llm_finetuning.records.bindings import current_bindings, stale_problems
 from llm_finetuning.records.problem import Problem
 
@@ -93,16 +93,16 @@ def load_baseline(path: Path) -> dict[str, Any]:
 def verify_baseline(brief: Any, path: Path, model_identity: str | None = None) -> list[Problem]:
     """Every reason the baseline at `path` cannot stand for `brief` now (empty: it can)."""
     path = Path(path)
-    redo = f"run `finetune baseline {brief.path}`"
+    redo = f"run `finetune baseline {shown(brief.path)}`"
     if not path.exists():
-        return [Problem("missing", "record", f"no baseline record at {path}", redo)]
+        return [Problem("missing", "record", f"no baseline record at {shown(path)}", redo)]
     try:
         rec = load_baseline(path)
     except UnusableInput as exc:
         return [Problem("malformed", "record", exc.reason, redo)]
     problems = []
     if rec.get("digest") != sha256_json({k: v for k, v in rec.items() if k != "digest"}):
-        problems.append(Problem("tampered", "record", f"{path} was edited after `finetune baseline` wrote it", redo))
+        problems.append(Problem("tampered", "record", f"{shown(path)} was edited after `finetune baseline` wrote it", redo))
     problems += stale_problems(rec["bindings"], current_bindings(brief, model_identity), redo,
                                check_identity=model_identity is not None, check_data=True)
     return problems

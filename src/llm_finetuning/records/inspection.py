@@ -33,6 +33,7 @@ from llm_finetuning.records._io import (
     read_json_object,
     sha256_bytes,
     sha256_json,
+    shown,
     utc_now,
 )
 from llm_finetuning.records.bindings import current_bindings, reward_names, stale_problems
@@ -223,7 +224,7 @@ def seal(path: Path, reviewer: str) -> dict[str, Any]:
     missing = missing_verdicts(record)
     if missing:
         raise RecordError(f"{len(missing)} sample(s) have no verdict: {', '.join(missing[:10])}",
-                          f"finish `finetune review {path}`")
+                          f"finish `finetune review {shown(path)}`")
     stray = sorted(set(record["verdicts"]) - {s["id"] for s in record["samples"]})
     if stray:
         raise RecordError(f"verdicts for unknown samples: {', '.join(stray)}", "run `finetune inspect BRIEF` again")
@@ -246,11 +247,11 @@ def _samples_digest(path: Path, record: dict[str, Any]) -> str | None:
         return None
 
 
-def _tamper_problems(record: dict[str, Any]) -> list[Problem]:
+def _tamper_problems(record: dict[str, Any], redo: str) -> list[Problem]:
     s = record["seal"]
     if _seal_digest(record) == s.get("sha256"):
         return []
-    fix = "run `finetune inspect BRIEF` and `finetune review RECORD` again; never edit a sealed record"
+    fix = f"{redo}; never edit a sealed record"
     stored = s.get("parts") if isinstance(s.get("parts"), dict) else {}
     now = _parts(record)
     changed = [p for p in SEALED_PARTS if stored.get(p) != now[p]]
@@ -268,9 +269,9 @@ def _tamper_problems(record: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def _samples_problems(path: Path, record: dict[str, Any]) -> list[Problem]:
+def _samples_problems(path: Path, record: dict[str, Any], redo: str) -> list[Problem]:
     spath = Path(path).with_name(str(record.get("samples_file")))
-    fix = "run `finetune inspect BRIEF` and `finetune review RECORD` again; never edit the samples file"
+    fix = f"{redo}; never edit the samples file"
     digest = _samples_digest(path, record)
     if digest is None:
         return [Problem("missing", "samples", f"samples file {spath} is missing", fix)]
@@ -300,34 +301,34 @@ def verify_inspection(brief: Any, path: Path, model_identity: str | None = None)
     """Every reason the gate cannot trust the inspection record at `path` for `brief` (empty: trusted)."""
     path = Path(path)
     if not path.exists():
-        return [Problem("missing", "record", f"no inspection record at {path}",
-                        f"run `finetune inspect {brief.path}` then `finetune review {path}`")]
+        return [Problem("missing", "record", f"no inspection record at {shown(path)}",
+                        f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`")]
     try:
         record = load_inspection(path)
     except UnusableInput as exc:
-        return [Problem("malformed", "record", exc.reason, exc.fix or f"run `finetune inspect {brief.path}` again")]
+        return [Problem("malformed", "record", exc.reason, exc.fix or f"run `finetune inspect {shown(brief.path)}` again")]
     problems: list[Problem] = []
+    redo = f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`"
     if is_sealed(record):
-        problems += _tamper_problems(record)
-    problems += _samples_problems(path, record)
-    redo = f"run `finetune inspect {brief.path}` then `finetune review {path}`"
+        problems += _tamper_problems(record, redo)
+    problems += _samples_problems(path, record, redo)
     problems += stale_problems(record["bindings"], current_bindings(brief, model_identity), redo,
                                check_identity=model_identity is not None)
     n = len(record["samples"])
     if not MIN_SAMPLES <= n <= MAX_SAMPLES:
         problems.append(Problem("size", "samples", f"holds {n} samples; a review needs {MIN_SAMPLES}-{MAX_SAMPLES}",
-                                f"run `finetune inspect {brief.path} --samples 64` then `finetune review {path}`"))
+                                f"run `finetune inspect {shown(brief.path)} --samples 64` then `finetune review {shown(path)}`"))
     missing = missing_verdicts(record)
     if missing:
         problems.append(Problem("incomplete", "verdicts", f"{len(missing)} of {n} samples have no verdict",
-                                f"finish `finetune review {path}` at a terminal"))
+                                f"finish `finetune review {shown(path)}` at a terminal"))
     if not is_sealed(record):
         problems.append(Problem("unsealed", "review", "the record was never sealed by `finetune review`",
-                                f"run `finetune review {path}` at a terminal"))
+                                f"run `finetune review {shown(path)}` at a terminal"))
     dis = disagreements(record)
     if dis:
-        shown = "; ".join(f"{sid}" + (f" ({note})" if note else "") for sid, note in dis[:10])
+        listed = "; ".join(f"{sid}" + (f" ({note})" if note else "") for sid, note in dis[:10])
         problems.append(Problem("disagreement", "verdicts",
-                                f"the reviewer disagreed with the reward on {len(dis)} sample(s): {shown}",
+                                f"the reviewer disagreed with the reward on {len(dis)} sample(s): {listed}",
                                 f"fix the reward function first, then {redo}"))
     return sorted(problems, key=lambda p: KINDS.index(p.kind))

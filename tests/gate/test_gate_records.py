@@ -1,0 +1,105 @@
+"""Through the gate: one character changed in a reward's source, a reward's args, a sample or a verdict
+makes the sealed record stale or tampered, and the failing line says which."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llm_finetuning.gate import gate_fingerprint, run_gate
+from llm_finetuning.records.inspection import samples_path
+
+
+def change_reward_source(brief: Path) -> None:
+    src = brief.parent / "my_rewards.py"
+    src.write_text(src.read_text().replace("1.0 if", "1.5 if"))
+
+
+def change_reward_args(brief: Path) -> None:
+    brief.write_text(brief.read_text().replace("extract: last_number", "extract: last_numbe"))
+    brief.write_text(brief.read_text().replace("extract: last_numbe", "extract: boxed"))
+
+
+def change_sample(brief: Path) -> None:
+    spath = samples_path(brief.parent / "records" / "inspection.json")
+    spath.write_text(spath.read_text().replace("The sum is 9.", "The sum is 9!", 1))
+
+
+def change_verdict(brief: Path) -> None:
+    path = brief.parent / "records" / "inspection.json"
+    rec = json.loads(path.read_text())
+    rec["verdicts"]["s010"]["note"] = "x"
+    path.write_text(json.dumps(rec))
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (change_reward_source, "stale: reward code changed since the record: my_rewards.py (my_rewards:contains_answer) changed"),
+    (change_reward_args, "stale: reward specs changed since the record: rewards[0] (exact_match) fn/weight/args changed"),
+    (change_sample, "tampered: inspection.samples.jsonl differs from the samples that were scored: changed or removed: s006"),
+    (change_verdict, "tampered: verdicts edited after sealing: sample(s) s010"),
+])
+def test_one_change_makes_the_record_fail_and_named(change, expected: str, make_brief,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    brief = make_brief("passing")
+    monkeypatch.chdir(brief.parent)
+    assert run_gate(brief).passed
+    change(brief)
+    report = run_gate(brief)
+    inspected = [c for c in report.failures if c.id == "reward_inspected"]
+    assert [c.reason for c in inspected][:1] == [expected], report.render()
+
+
+def test_fingerprint_changes_with_any_record(make_brief) -> None:
+    from llm_finetuning.brief import load_brief
+
+    path = make_brief("passing")
+    brief, _ = load_brief(path)
+    before = gate_fingerprint(brief)
+    assert gate_fingerprint(brief) == before
+    baseline = path.parent / "records" / "baseline.json"
+    baseline.write_text(baseline.read_text() + " ")
+    assert gate_fingerprint(brief) != before
+
+
+def test_deviation_justified_by_a_healthy_run_warns(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = make_brief("passing")
+    run = path.parent / "runs" / "first"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({"name": "gate-fixture"}))
+    (run / "diagnosis.json").write_text(json.dumps({"healthy": True, "findings": []}))
+    path.write_text(path.read_text().replace("learning_rate: 5.0e-7", "learning_rate: 1.0e-5\n  deviation: runs/first"))
+    monkeypatch.chdir(path.parent)
+    report = run_gate(path)
+    assert report.passed, report.render()
+    [warn] = [c for c in report.checks if c.id == "recipe_values"]
+    assert warn.verdict == "warn" and "justified by the healthy run runs/first" in warn.reason
+    (run / "diagnosis.json").write_text(json.dumps({"healthy": False, "findings": [{"id": "kl_blowup"}]}))
+    [fail] = [c for c in run_gate(path).checks if c.id == "recipe_values"]
+    assert fail.verdict == "fail" and "whose diagnosis was not healthy" in fail.reason
+    (run / "diagnosis.json").write_text(json.dumps({"healthy": True, "findings": []}))
+    (run / "manifest.json").write_text(json.dumps({"name": "another-brief"}))
+    [fail] = [c for c in run_gate(path).checks if c.id == "recipe_values"]
+    assert "a run of brief 'another-brief', not 'gate-fixture'" in fail.reason
+
+
+def test_moe_read_from_a_local_config(make_brief) -> None:
+    path = make_brief("passing", records=False)
+    model = path.parent / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "qwen3_moe", "num_experts": 128}))
+    path.write_text(path.read_text().replace("id: Qwen/Qwen2.5-0.5B-Instruct", "id: ./model"))
+    [fail] = [c for c in run_gate(path).checks if c.id == "variant_table"]
+    assert fail.verdict == "fail" and "config.json has num_experts: 128" in fail.reason
+    path.write_text(path.read_text().replace("  num_generations: 8", "  variant: gspo\n  symptom: moe\n  num_generations: 8"))
+    [ok] = [c for c in run_gate(path).checks if c.id == "variant_table"]
+    assert ok.verdict == "pass" and "MoE model" in ok.reason
+
+
+def test_dapo_with_a_kl_term_contradicts_the_variant(make_brief) -> None:
+    path = make_brief("passing", records=False)
+    path.write_text(path.read_text().replace("  num_generations: 8", "  variant: dapo\n  symptom: entropy_collapse\n"
+                                             "  num_generations: 8").replace("beta: 0.01", "beta: 0.05"))
+    failing = {(c.id, c.path) for c in run_gate(path).failures}
+    assert ("overrides", "grpo.beta") in failing

@@ -1,0 +1,44 @@
+"""The gate stays light: no ML library and, on the cached fast path, no jsonschema; TRL's fields read by ast."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llm_finetuning.gate.checks.global_batch import smallest_fixes
+from llm_finetuning.gate.trl_fields import grpo_config_fields
+
+PROBE = """
+import json, sys
+from llm_finetuning.gate import run_gate
+report = run_gate(sys.argv[1])
+heavy = sorted(m for m in ("torch", "transformers", "trl", "vllm", "numpy", "datasets", "jsonschema") if m in sys.modules)
+print(json.dumps({"heavy": heavy, "checks": len(report.checks)}))
+"""
+
+
+def test_cached_gate_imports_no_heavy_module(make_brief, private_cache: Path) -> None:
+    brief = make_brief("passing")
+    env = {"LLM_FINETUNING_CACHE": str(private_cache), "PATH": "/usr/bin:/bin"}
+    first = subprocess.run([sys.executable, "-c", PROBE, str(brief)], capture_output=True, text=True, env=env, check=True)
+    assert "torch" not in json.loads(first.stdout)["heavy"]
+    second = subprocess.run([sys.executable, "-c", PROBE, str(brief)], capture_output=True, text=True, env=env, check=True)
+    assert json.loads(second.stdout)["heavy"] == []
+
+
+def test_smallest_batch_fix_prefers_gradient_accumulation() -> None:
+    assert smallest_fixes(8, 5, 1, 16)[0].startswith("set `grpo.gradient_accumulation_steps: 6`")
+    assert smallest_fixes(4, 4, 3, 16)[0] == ("set `grpo.gradient_accumulation_steps: 4` (global batch 48 = 3 groups of 16)")
+
+
+@pytest.mark.slow
+def test_ast_field_list_matches_the_imported_grpo_config() -> None:
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    assert grpo_config_fields() == frozenset(f.name for f in dataclasses.fields(GRPOConfig))
