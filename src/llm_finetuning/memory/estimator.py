@@ -1,0 +1,436 @@
+"""Peak GPU memory of a TRL 1.16 GRPO run, per GPU, before launch: pure arithmetic, no torch.
+
+The model of a step (checked against bench/results/memory-h200.jsonl, measured on an H200):
+
+- Resident through the run: the policy weights (in the load dtype: TRL 1.16 loads a model path in
+  float32 unless a dtype is given), the reference model (full fine-tuning with beta > 0 only; LoRA's
+  reference is the base with adapters switched off), and the AdamW state. transformers' default
+  optimizer (fused torch AdamW) keeps m and v in each parameter's own dtype, so a bf16 model has a
+  bf16 optimizer state and no fp32 master copy; LoRA adapters are fp32, so is their state.
+- Training phase: resident + the peak of the backward pass. Activations are freed layer by layer as
+  gradients are written, so the peak is at one end: all activations plus the LM head's gradient
+  buffers (TRL's fused log-prob head accumulates the head gradient in fp32, then casts it), or all
+  gradients at the optimizer step. TRL 1.16 never materialises batch x seq x vocab logits: its fused
+  head projects in tiles of 4096 tokens x 32768 vocabulary entries.
+- Generation phase: resident (gradients were freed by zero_grad) + the KV cache and prefill working
+  set of the whole per-device generation batch (transformers) or the vLLM share (colocate).
+- A float32 model trained under bf16 autocast keeps a bf16 copy of every matrix it multiplies while a
+  forward pass runs (autocast's weight cache, and the copies saved for backward).
+- The caching allocator reserves more than it hands out: reserved = allocated x ALLOCATOR_SLACK.
+- The CUDA context is outside PyTorch's reserved memory; it counts for the fit verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from llm_finetuning.memory.shapes import ModelShape
+
+GIB = 1024**3
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+ADAPTERS = ("full", "lora", "qlora")
+GENERATIONS = ("transformers", "vllm-colocate", "vllm-server")
+DISTRIBUTED = ("single", "ddp", "zero2", "zero3", "fsdp2")
+
+# --- Constants, each with its reason (tuned on bench/results/memory-h200.jsonl, none per point) ------
+# Activation bytes saved per token per decoder layer, in units of hidden (h), query width (q = heads x
+# head_dim), key/value width (kv) and MLP width (i), for bf16 activations with SDPA attention. Counted
+# from what autograd keeps in transformers' Llama/Qwen layers: each RMSNorm keeps an fp32 copy of its
+# input and its bf16 output (6h, two norms: 12h); attention keeps q, k and v after RoPE, the copies RoPE
+# itself saves, the SDPA output and o_proj's input (about 14q + 4kv with k and v repeated to q's width
+# for grouped heads); the SwiGLU MLP keeps gate, up, silu(gate) and their product (8i).
+ACT_PER_H = 12.0
+ACT_PER_Q = 14.0
+ACT_PER_KV = 4.0
+ACT_PER_I = 8.0
+ACT_QK_NORM = 6.0  # Qwen3/Gemma 3 normalise q and k per head: an fp32 and a bf16 copy of each
+# With gradient checkpointing each layer keeps only its bf16 input (2h per token), and the backward
+# pass recomputes one layer at a time, so one layer's full activations are alive at once.
+CHECKPOINT_PER_H = 2.0
+# The backward of one layer holds the gradients of its MLP intermediates (gate, up, their product and
+# silu's input) in bf16 next to the saved activations: 8i bytes per token, checkpointed or not.
+BACKWARD_WORKSPACE_PER_I = 8.0
+# TRL's fused log-prob head scores only completion tokens, in bf16 tiles of up to 4096 tokens x 32768
+# vocabulary entries, in forward and backward.
+HEAD_TILE_TOKENS = 4096
+HEAD_TILE_VOCAB = 32768
+# Backward of the fused head: the weight gradient accumulates in fp32 (4 bytes), then is cast to the
+# weight's dtype; both live at once. The hidden-state gradient is fp32 too (4h per token).
+HEAD_GRAD_FP32 = 4
+# Tied embeddings (full fine-tuning): at the end of backward the input embedding's gradient is built
+# in fp32 and added to the LM head's gradient already held (measured: +1.3 GiB on Qwen2.5-1.5B, none
+# on untied Qwen2.5-7B).
+TIED_ACCUMULATE_FP32 = 4
+# Prefill working set of transformers generate per prompt token: the MLP's gate, up and product (3i)
+# and the attention inputs of one layer (4h), in the activation dtype; logits are kept for the last
+# position only.
+PREFILL_PER_I = 3.0
+PREFILL_PER_H = 4.0
+# The caching allocator's slack: peak reserved over peak allocated was 1.01-1.07 across the
+# calibration points (median 1.04); blocks freed by generation or by the ref pass are reused but split.
+ALLOCATOR_SLACK = 1.04
+# Fixed extras inside reserved memory: cuBLAS workspaces, the token tensors, per-token log-probs and
+# advantages, TRL's buffers (about 0.25 GiB measured beyond the model on the smallest points).
+FIXED_GIB = 0.25
+# The CUDA context and kernels loaded by torch/TRL/Triton, outside reserved memory (0.61 GiB on the
+# H200 before any model); NCCL adds its own buffers when several GPUs train.
+CUDA_CONTEXT_GIB = 0.75
+NCCL_GIB = 0.6
+# vLLM sleep mode (level 1) offloads weights and frees the KV cache during training; what stays
+# (CUDA graphs, the sampler, allocator pools) is about a GiB.
+VLLM_SLEEP_RESIDUAL_GIB = 1.0
+# vLLM's own working memory beyond weights and KV blocks (activations, CUDA graphs, sampler).
+VLLM_OVERHEAD_GIB = 2.0
+# QLoRA: NF4 weights with double-quantised scales, about 0.52 bytes a parameter for the quantised
+# linears; embeddings, norms and the LM head stay in the compute dtype.
+NF4_BYTES = 0.516
+# DeepSpeed ZeRO with bf16 keeps an fp32 master copy plus fp32 Adam m and v: 12 bytes a parameter,
+# sharded over the GPUs; its reduce/prefetch buckets hold about this many parameters in bf16.
+ZERO_OPTIMIZER_BYTES = 12
+ZERO_BUCKET_PARAMS = 5e8
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything besides the model shape that decides a GRPO run's memory."""
+
+    adapter: str = "full"
+    dtype: str = "bfloat16"
+    gpus: int = 1  # training GPUs (vllm-server GPUs excluded)
+    gpu_memory_gib: float = 80.0
+    num_generations: int = 8
+    per_device_batch: int = 8
+    gradient_accumulation_steps: int = 4
+    steps_per_generation: int | None = None  # TRL default: gradient_accumulation_steps
+    max_completion_length: int = 512
+    prompt_tokens: int = 512
+    beta: float = 0.01
+    generation: str = "vllm-colocate"
+    gradient_checkpointing: bool = True
+    distributed: str = "auto"  # auto: single on one GPU, else the cheapest of ddp/zero2/zero3 that fits
+    lora_r: int = 16
+    vllm_gpu_memory_utilization: float | None = None  # None: the estimate chooses
+    vllm_enable_sleep_mode: bool | None = None  # None: the estimate chooses
+
+    def generation_batch(self) -> int:
+        """Completions generated at once on one device (TRL: per-device batch x steps per generation)."""
+        return self.per_device_batch * (self.steps_per_generation or self.gradient_accumulation_steps)
+
+
+@dataclass
+class Estimate:
+    """A peak-memory estimate for one GPU; `total_gib` is PyTorch's predicted peak reserved memory."""
+
+    model: str
+    params: int
+    settings: Settings
+    total_gib: float
+    fits: bool
+    components: dict[str, float]
+    gpu_memory_gib: float
+    cuda_context_gib: float
+    peak_phase: str
+    phases: dict[str, float]
+    recommend: dict[str, Any]
+    advice: list[str] = field(default_factory=list)
+    vllm_server_gib: float | None = None
+
+    @property
+    def device_total_gib(self) -> float:
+        """Peak reserved plus the CUDA context: what the GPU must hold."""
+        return self.total_gib + self.cuda_context_gib
+
+    @property
+    def headroom_gib(self) -> float:
+        return self.gpu_memory_gib - self.device_total_gib
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "params": self.params,
+            "total_gib": round(self.total_gib, 2),
+            "device_total_gib": round(self.device_total_gib, 2),
+            "gpu_memory_gib": self.gpu_memory_gib,
+            "fits": self.fits,
+            "headroom_gib": round(self.headroom_gib, 2),
+            "peak_phase": self.peak_phase,
+            "components": {k: round(v, 3) for k, v in self.components.items()},
+            "phases": {k: round(v, 2) for k, v in self.phases.items()},
+            "cuda_context_gib": self.cuda_context_gib,
+            "vllm_server_gib": None if self.vllm_server_gib is None else round(self.vllm_server_gib, 2),
+            "settings": {k: v for k, v in self.settings.__dict__.items()},
+            "recommend": self.recommend,
+            "advice": self.advice,
+        }
+
+
+def lora_params(shape: ModelShape, r: int) -> int:
+    """Adapter parameters of LoRA rank r on every linear layer PEFT's all-linear targets."""
+    return sum(r * (i + o) * n for i, o, n in shape.linear_shapes())
+
+
+def activation_bytes_per_token_layer(shape: ModelShape, act_bytes: int) -> float:
+    """Bytes autograd keeps per token per decoder layer without checkpointing."""
+    q = shape.heads * shape.d_head
+    kv = shape.kv_heads * shape.d_head
+    per = ACT_PER_H * shape.hidden + ACT_PER_Q * q + ACT_PER_KV * kv
+    if shape.family in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"):
+        per += ACT_QK_NORM * (q + kv)
+    if shape.is_moe:
+        # each token's top-k experts run their SwiGLU; the router keeps its logits in fp32
+        per += ACT_PER_I * shape.intermediate * shape.experts_per_token + 4 * shape.experts
+        per += ACT_PER_I * shape.shared_expert_intermediate
+    else:
+        per += ACT_PER_I * shape.intermediate
+    return per * act_bytes / 2
+
+
+def _gib(nbytes: float) -> float:
+    return nbytes / GIB
+
+
+def _resolve_distributed(s: Settings) -> str:
+    if s.gpus <= 1:
+        return "single"
+    return "ddp" if s.distributed == "auto" else s.distributed
+
+
+def _core(shape: ModelShape, s: Settings) -> Estimate:
+    """The estimate for fully specified settings (distributed resolved, vLLM share chosen)."""
+    dist = _resolve_distributed(s)
+    n = max(1, s.gpus) if dist in ("zero2", "zero3", "fsdp2") else 1
+    wb = DTYPE_BYTES[s.dtype]
+    # Under bf16 autocast, matmuls and their saved activations are bf16 whatever the weights are.
+    act_bytes = 2
+    p = shape.params()
+    embed = shape.vocab * shape.hidden
+    head = embed  # the LM head (tied or not) has the embedding's shape
+    matmul_params = p - embed * (0 if not shape.tie_word_embeddings else 1) - shape.extra_params
+    c: dict[str, float] = {}
+
+    # Weights
+    if s.adapter == "qlora":
+        linear = p - embed * (1 if shape.tie_word_embeddings else 2) - shape.extra_params
+        weights = linear * NF4_BYTES + (p - linear) * wb
+    else:
+        weights = p * wb
+    if dist == "zero3" or dist == "fsdp2":
+        weights = weights / n
+        # one layer gathered at a time, plus the next one prefetched
+        weights += 2 * shape.layer_params() * wb
+    c["policy_weights"] = _gib(weights)
+    if s.adapter != "full":
+        c["adapter_weights"] = _gib(lora_params(shape, s.lora_r) * 4)  # PEFT keeps adapters in fp32
+    if s.dtype == "float32":
+        c["autocast_weight_copies"] = _gib(matmul_params * 2 if not s.gradient_checkpointing
+                                           else shape.layer_params() * 2 + head * 2)
+    has_ref = s.beta > 0 and s.adapter == "full"
+    if has_ref:
+        ref = p * wb / (n if dist in ("zero3", "fsdp2") else 1)
+        c["reference_weights"] = _gib(ref)
+
+    # Trainable parameters: their gradients and optimizer state
+    if s.adapter == "full":
+        trainable = p
+        grad_bytes = wb
+        if dist in ("zero2", "zero3"):
+            grads = trainable * wb / n + ZERO_BUCKET_PARAMS * 2
+            optim = trainable * ZERO_OPTIMIZER_BYTES / n
+        elif dist == "fsdp2":
+            grads = trainable * wb / n
+            optim = trainable * 2 * wb / n
+        else:
+            grads = trainable * wb
+            optim = trainable * 2 * wb
+            if dist == "ddp":
+                grads *= 2  # DDP's flat reduction buckets copy every gradient
+    else:
+        trainable = lora_params(shape, s.lora_r)
+        grad_bytes = 4  # PEFT keeps adapters in fp32
+        grads = trainable * grad_bytes * (2 if dist == "ddp" else 1)
+        optim = trainable * 8
+    c["optimizer_state"] = _gib(optim)
+
+    # Backward peak. What autograd saved is alive when backward starts; on top of it comes first the
+    # fused head's backward (fp32 weight gradient and its cast, the tile, the fp32 hidden gradient),
+    # then, once that is freed, one layer's backward (its recomputed activations under checkpointing,
+    # and the gradients of its MLP intermediates) beside the head gradient already written. Later the
+    # activations shrink as gradients grow, so the other end is all gradients at the optimizer step.
+    tokens = s.per_device_batch * (s.prompt_tokens + s.max_completion_length)
+    per_layer = activation_bytes_per_token_layer(shape, act_bytes)
+    workspace = tokens * BACKWARD_WORKSPACE_PER_I * shape.intermediate * max(1, shape.experts_per_token)
+    if s.gradient_checkpointing:
+        saved = tokens * CHECKPOINT_PER_H * shape.hidden * shape.layers
+        layer_work = tokens * per_layer + workspace
+    else:
+        saved = tokens * per_layer * shape.layers
+        layer_work = workspace
+    scored = s.per_device_batch * s.max_completion_length  # completion tokens the head scores
+    head_transient = (min(scored, HEAD_TILE_TOKENS) * min(shape.vocab, HEAD_TILE_VOCAB) * act_bytes
+                      + scored * shape.hidden * HEAD_GRAD_FP32)
+    head_grad = head * grad_bytes if s.adapter == "full" else 0
+    if s.adapter == "full":
+        head_transient += head * (HEAD_GRAD_FP32 + grad_bytes)
+    working = max(head_transient, layer_work + head_grad)
+    backward_peak = saved + working
+    grads_total = grads
+    if s.adapter == "full" and shape.tie_word_embeddings:
+        # a tied embedding's gradient arrives twice; the second (input-side) contribution is computed
+        # as a new tensor plus an fp32 accumulation buffer beside all the other gradients
+        grads_total += head * (grad_bytes + TIED_ACCUMULATE_FP32) / (n if dist in ("zero2", "zero3", "fsdp2")
+                                                                       else 1)
+    train_extra = max(backward_peak, grads_total)
+
+    # Generation
+    gen_batch = s.generation_batch()
+    seq = s.prompt_tokens + s.max_completion_length
+    kv_bytes = 2 * shape.layers * shape.kv_heads * shape.d_head * wb
+    vllm_share = 0.0
+    vllm_train_resident = 0.0
+    gen_extra = 0.0
+    vllm_server = None
+    util = s.vllm_gpu_memory_utilization
+    sleep = bool(s.vllm_enable_sleep_mode)
+    if s.generation == "transformers":
+        gen_extra = gen_batch * seq * kv_bytes
+        gen_extra += gen_batch * s.prompt_tokens * (PREFILL_PER_I * shape.intermediate
+                                                   * max(1, shape.experts_per_token)
+                                                   + PREFILL_PER_H * shape.hidden) * act_bytes
+        gen_extra += gen_batch * shape.vocab * 4 * 2  # last-position logits and sampling probabilities
+    elif s.generation == "vllm-colocate":
+        vllm_share = (util or 0.3) * s.gpu_memory_gib * GIB
+        vllm_train_resident = VLLM_SLEEP_RESIDUAL_GIB * GIB if sleep else vllm_share
+    else:
+        vllm_server = _gib(p * 2 + gen_batch * max(1, s.gpus) * seq * 2 * shape.layers * shape.kv_heads
+                           * shape.d_head * 2) + VLLM_OVERHEAD_GIB
+
+    resident_alloc = weights + (c.get("reference_weights", 0.0) + c.get("adapter_weights", 0.0)) * GIB + optim
+    autocast = c.get("autocast_weight_copies", 0.0) * GIB
+    train_alloc = resident_alloc + autocast + train_extra + FIXED_GIB * GIB
+    gen_alloc = resident_alloc + autocast + gen_extra + FIXED_GIB * GIB
+    train_reserved = train_alloc * ALLOCATOR_SLACK + vllm_train_resident
+    gen_reserved = gen_alloc * ALLOCATOR_SLACK + vllm_share
+    phases = {"train": _gib(train_reserved), "generation": _gib(gen_reserved)}
+    peak_phase = "train" if train_reserved >= gen_reserved else "generation"
+
+    if peak_phase == "train":
+        if backward_peak >= grads_total:
+            c["activations"] = _gib(saved)
+            c["backward_working_set"] = _gib(working)
+        else:
+            c["gradients"] = _gib(grads_total)
+        if vllm_train_resident:
+            c["vllm_sleeping" if sleep else "vllm"] = _gib(vllm_train_resident)
+    else:
+        if s.generation == "transformers":
+            c["generation_kv_cache"] = _gib(gen_extra)
+        if vllm_share:
+            c["vllm"] = _gib(vllm_share)
+    c["fixed_buffers"] = FIXED_GIB
+    allocated = sum(v for k, v in c.items() if not k.startswith("vllm"))
+    c["allocator_slack"] = allocated * (ALLOCATOR_SLACK - 1)
+    total = sum(c.values())
+    context = CUDA_CONTEXT_GIB + (NCCL_GIB if s.gpus > 1 else 0.0)
+    fits = total + context <= s.gpu_memory_gib
+    recommend = {
+        "vllm_gpu_memory_utilization": round(util, 2) if s.generation == "vllm-colocate" and util else None,
+        "vllm_enable_sleep_mode": sleep if s.generation == "vllm-colocate" else False,
+        "distributed": dist,
+    }
+    return Estimate(shape.name, p, replace(s, distributed=dist), total, fits, c, s.gpu_memory_gib, context,
+                    peak_phase, phases, recommend, vllm_server_gib=vllm_server)
+
+
+def _vllm_needed_gib(shape: ModelShape, s: Settings) -> float:
+    """What vLLM needs in colocate mode: bf16 weights, KV blocks for the generation batch, overhead."""
+    seq = s.prompt_tokens + s.max_completion_length
+    kv = s.generation_batch() * seq * 2 * shape.layers * shape.kv_heads * shape.d_head * 2
+    return _gib(shape.params() * 2 + kv * 1.2) + VLLM_OVERHEAD_GIB
+
+
+def estimate(shape: ModelShape, settings: Settings) -> Estimate:
+    """Estimate a run; where settings leave a choice (vLLM share and sleep, distributed), choose the
+    cheapest that fits, then compute the advice (cheapest change first) when it does not fit."""
+    s = settings
+    if s.generation == "vllm-colocate":
+        if s.vllm_gpu_memory_utilization is None:
+            util = math.ceil(_vllm_needed_gib(shape, s) / s.gpu_memory_gib * 20) / 20
+            s = replace(s, vllm_gpu_memory_utilization=min(0.9, max(0.1, util)))
+        if s.vllm_enable_sleep_mode is None:
+            awake = _core(shape, replace(s, vllm_enable_sleep_mode=False))
+            s = replace(s, vllm_enable_sleep_mode=not awake.fits)
+    if s.distributed == "auto" and s.gpus > 1:
+        for dist in ("ddp", "zero2", "zero3"):
+            candidate = _core(shape, replace(s, distributed=dist))
+            if candidate.fits:
+                break
+        s = replace(s, distributed=dist)
+    result = _core(shape, s)
+    if not result.fits:
+        result.advice = advise(shape, s)
+    return result
+
+
+def _changes(shape: ModelShape, s: Settings) -> list[tuple[str, Settings]]:
+    """Candidate changes, cheapest (least change to what is trained, and how fast) first."""
+    out: list[tuple[str, Settings]] = []
+    if s.generation == "vllm-colocate" and not s.vllm_enable_sleep_mode:
+        out.append(("turn on vLLM sleep mode (vllm_enable_sleep_mode: true)",
+                    replace(s, vllm_enable_sleep_mode=True)))
+    if s.dtype == "float32":
+        out.append(("load the model in bfloat16 (model.dtype: bfloat16, --dtype bfloat16)",
+                    replace(s, dtype="bfloat16")))
+    if not s.gradient_checkpointing:
+        out.append(("turn on gradient checkpointing (grpo.gradient_checkpointing: true)",
+                    replace(s, gradient_checkpointing=True)))
+    b, ga = s.per_device_batch, s.gradient_accumulation_steps
+    while b > 1 and b % 2 == 0:
+        b, ga = b // 2, ga * 2
+        spg = s.steps_per_generation or s.gradient_accumulation_steps
+        out.append((f"halve the micro-batch, same effective batch (per_device_train_batch_size: {b}, "
+                    f"gradient_accumulation_steps: {ga})",
+                    replace(s, per_device_batch=b, gradient_accumulation_steps=ga,
+                            steps_per_generation=spg * s.per_device_batch // b)))
+    if s.gpus > 1:
+        for dist in ("zero2", "zero3"):
+            if DISTRIBUTED.index(dist) > DISTRIBUTED.index(_resolve_distributed(s)):
+                out.append((f"shard with DeepSpeed {dist.upper()} over the {s.gpus} GPUs",
+                            replace(s, distributed=dist)))
+    if s.adapter == "full":
+        out.append(("train LoRA adapters instead of all weights (model.adapter: lora)",
+                    replace(s, adapter="lora")))
+    if s.beta > 0 and s.adapter == "full":
+        out.append(("drop the reference model (grpo.beta: 0)", replace(s, beta=0.0)))
+    if s.generation_batch() > s.num_generations:
+        spg = max(1, s.num_generations // s.per_device_batch)
+        out.append((f"generate fewer completions per device at once (steps_per_generation: {spg})",
+                    replace(s, steps_per_generation=spg)))
+    for gpus in (2, 4, 8):
+        if gpus > s.gpus:
+            out.append((f"train on {gpus} GPUs with DeepSpeed ZeRO-3 (hardware.gpus: {gpus})",
+                        replace(s, gpus=gpus, distributed="zero3")))
+    if s.max_completion_length > 256:
+        half = s.max_completion_length // 2
+        out.append((f"shorter completions (grpo.max_completion_length: {half})",
+                    replace(s, max_completion_length=half)))
+    if s.adapter != "qlora":
+        out.append(("train QLoRA adapters on a 4-bit base (model.adapter: qlora)", replace(s, adapter="qlora")))
+    return out
+
+
+def advise(shape: ModelShape, s: Settings, limit: int = 3) -> list[str]:
+    """The cheapest changes that make the run fit, each checked by re-running the estimator."""
+    out: list[str] = []
+    for text, changed in _changes(shape, s):
+        if changed.generation == "vllm-colocate" and changed.vllm_enable_sleep_mode is None:
+            changed = replace(changed, vllm_enable_sleep_mode=True)
+        est = _core(shape, changed)
+        if est.fits:
+            out.append(f"{text}: {est.device_total_gib:.1f} GiB of {s.gpu_memory_gib:g} GiB")
+            if len(out) >= limit:
+                break
+    if not out:
+        out.append("no single change fits: combine LoRA or QLoRA with more GPUs, or choose a smaller model")
+    return out

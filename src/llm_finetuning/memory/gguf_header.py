@@ -1,0 +1,124 @@
+"""A small pure-Python reader for a GGUF file's header: metadata keys and tensor names, no weights.
+
+Enough to size a model for the memory estimator without the `gguf` package or numpy. The format
+(version 2 and 3): magic `GGUF`, u32 version, u64 tensor count, u64 metadata count, then typed
+key/value pairs, then per tensor its name, dimensions, type and offset. All little-endian.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from llm_finetuning.memory.shapes import ModelShape
+
+# GGUF metadata value types -> struct format (scalars); 8 is a string, 9 an array.
+_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+
+
+class GGUFError(ValueError):
+    """The file is not a GGUF file this reader understands."""
+
+
+class _Reader:
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+
+    def take(self, n: int) -> bytes:
+        data = self.f.read(n)
+        if len(data) != n:
+            raise GGUFError("file ends inside the GGUF header")
+        return data
+
+    def scalar(self, fmt: str) -> Any:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def string(self) -> str:
+        n = self.scalar("<Q")
+        if n > 1 << 24:
+            raise GGUFError(f"implausible string length {n} in the GGUF header")
+        return self.take(n).decode("utf-8", errors="replace")
+
+    def value(self, vtype: int, keep: bool = True) -> Any:
+        if vtype in _SCALAR:
+            return self.scalar(_SCALAR[vtype])
+        if vtype == _STRING:
+            return self.string()
+        if vtype == _ARRAY:
+            itype = self.scalar("<I")
+            count = self.scalar("<Q")
+            if itype in _SCALAR and not keep:
+                self.f.seek(struct.calcsize(_SCALAR[itype]) * count, 1)
+                return count
+            if itype == _STRING and not keep:
+                for _ in range(count):  # strings must be walked to be skipped
+                    self.f.seek(self.scalar("<Q"), 1)
+                return count
+            return [self.value(itype) for _ in range(count)]
+        raise GGUFError(f"unknown GGUF value type {vtype}")
+
+
+def read_header(path: str | Path) -> tuple[dict[str, Any], dict[str, list[int]]]:
+    """(metadata, {tensor name: dims}) of a GGUF file; arrays are kept as their length only."""
+    with open(path, "rb") as f:
+        r = _Reader(f)
+        if r.take(4) != b"GGUF":
+            raise GGUFError("not a GGUF file (no GGUF magic)")
+        version = r.scalar("<I")
+        if version not in (2, 3):
+            raise GGUFError(f"GGUF version {version} is not supported (2 and 3 are)")
+        n_tensors = r.scalar("<Q")
+        n_kv = r.scalar("<Q")
+        meta: dict[str, Any] = {"GGUF.version": version}
+        for _ in range(n_kv):
+            key = r.string()
+            meta[key] = r.value(r.scalar("<I"), keep=False)
+        tensors: dict[str, list[int]] = {}
+        for _ in range(n_tensors):
+            name = r.string()
+            dims = [r.scalar("<Q") for _ in range(r.scalar("<I"))]
+            r.scalar("<I")  # ggml type
+            r.scalar("<Q")  # offset
+            tensors[name] = dims
+    return meta, tensors
+
+
+def shape_from_gguf(path: str | Path, name: str | None = None) -> ModelShape:
+    """A ModelShape from a GGUF file's metadata (llama.cpp key names)."""
+    meta, tensors = read_header(path)
+    arch = meta.get("general.architecture")
+    if not isinstance(arch, str):
+        raise GGUFError("GGUF metadata has no general.architecture")
+
+    def get(key: str, default: Any = None) -> Any:
+        return meta.get(f"{arch}.{key}", default)
+
+    hidden = get("embedding_length")
+    layers = get("block_count")
+    heads = get("attention.head_count")
+    if not (hidden and layers and heads):
+        raise GGUFError(f"GGUF metadata lacks {arch}.embedding_length/block_count/attention.head_count")
+    vocab = get("vocab_size") or meta.get("tokenizer.ggml.tokens")
+    if not isinstance(vocab, int):
+        embd = tensors.get("token_embd.weight")
+        vocab = embd[1] if embd else 32000
+    head_dim = get("attention.key_length")
+    experts = int(get("expert_count", 0) or 0)
+    ffn = get("expert_feed_forward_length") if experts else None
+    return ModelShape(
+        name=name or Path(path).name,
+        family=arch,
+        hidden=int(hidden),
+        layers=int(layers),
+        heads=int(heads),
+        kv_heads=int(get("attention.head_count_kv", heads)),
+        intermediate=int(ffn or get("feed_forward_length", 4 * hidden)),
+        vocab=int(vocab),
+        tie_word_embeddings="output.weight" not in tensors,
+        head_dim=int(head_dim) if head_dim and int(head_dim) != hidden // heads else None,
+        experts=experts,
+        experts_per_token=int(get("expert_used_count", 0) or 0) if experts else 0,
+        qkv_bias="blk.0.attn_q.bias" in tensors,
+    )
