@@ -75,7 +75,7 @@ def test_no_records_lists_every_missing_piece_at_once(make_brief, monkeypatch: p
     code, out = run_gate_cli(make_brief("passing", records=False), monkeypatch)
     assert code == 1
     assert fail_lines(out) == [
-        "FAIL  base_success_nonzero  records.baseline: no baseline record at records/baseline.json "
+        "FAIL  base_success_nonzero  records.baseline: missing: no baseline record at records/baseline.json "
         "Fix: run `finetune baseline brief.yaml`",
         "FAIL  reward_inspected      records.inspection: missing: no inspection record at records/inspection.json "
         "Fix: run `finetune inspect brief.yaml` then `finetune review records/inspection.json`",

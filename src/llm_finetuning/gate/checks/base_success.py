@@ -19,7 +19,7 @@ TRUNCATED_WARN = 0.5
 
 def check(brief: Any, ctx: Any) -> list[CheckResult]:
     if ctx.baseline_problems:
-        return [CheckResult(ID, FAIL, PATH, p.message, p.fix) for p in ctx.baseline_problems]
+        return [CheckResult(ID, FAIL, PATH, f"{p.kind}: {p.message}", p.fix) for p in ctx.baseline_problems]
     b = ctx.baseline
     n = b.get("prompts", {}).get("count", "?")
     figures = f"pass@1 {b['pass_at_1']:.2f}, pass@{b['k']} {b['pass_at_k']:.2f} over {n} prompts"
