@@ -85,3 +85,18 @@ def test_recipe_code_uses_real_grpoconfig_fields() -> None:
     trl = pytest.importorskip("trl")
     fields = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
     assert set(recipe_code_kwargs()) <= fields, sorted(set(recipe_code_kwargs()) - fields)
+
+
+def test_variant_table_equals_what_the_renderer_sets() -> None:
+    """references/variants.md shows, per variant, exactly the GRPOConfig values render applies."""
+    import ast
+
+    from llm_finetuning.render.plan import VARIANT_SETTINGS
+
+    text = (REPO / "references/variants.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\|[^|\n]*\|[^|\n]*\| `([a-z_]+)`[^|\n]*\| ([^\n]+) \|$", text, re.M)
+    shown = {variant: {k: ast.literal_eval(v) for k, v in re.findall(r"`([a-z_]+)=([^`]+)`", cells)}
+             for variant, cells in rows}
+    assert set(shown) == set(VARIANT_SETTINGS)
+    for variant, settings in VARIANT_SETTINGS.items():
+        assert shown[variant] == {k: v for k, v, _ in settings}, variant
