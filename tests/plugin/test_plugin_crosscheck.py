@@ -115,3 +115,12 @@ def test_every_component_named_in_the_bundle_exists() -> None:
     unknown = {(p.relative_to(REPO).as_posix(), m) for p in pages
                for m in pattern.findall(p.read_text(encoding="utf-8")) if m not in known}
     assert not unknown, sorted(unknown)
+
+
+def test_agent_covers_every_gate_check() -> None:
+    """The training engineer's table of gate checks names exactly the checks the gate runs."""
+    from llm_finetuning.gate.checks import CHECKS
+
+    body = (REPO / "agents" / f"{AGENT}.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\s*\| `([a-z_]+)` \|", body, re.M)
+    assert listed == [check_id for check_id, _ in CHECKS]
