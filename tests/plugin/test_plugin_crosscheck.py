@@ -124,3 +124,14 @@ def test_agent_covers_every_gate_check() -> None:
     body = (REPO / "agents" / f"{AGENT}.md").read_text(encoding="utf-8")
     listed = re.findall(r"^\s*\| `([a-z_]+)` \|", body, re.M)
     assert listed == [check_id for check_id, _ in CHECKS]
+
+
+def test_files_the_hooks_run_exist() -> None:
+    """Every ${CLAUDE_PLUGIN_ROOT}/... path in hooks/hooks.json (when the plugin has hooks) is a file."""
+    hooks = REPO / "hooks/hooks.json"
+    if not hooks.is_file():
+        return
+    paths = re.findall(r"\$\{CLAUDE_PLUGIN_ROOT\}/([\w./-]+)", hooks.read_text(encoding="utf-8"))
+    assert paths, "hooks.json runs nothing from the plugin"
+    missing = [p for p in paths if not (REPO / p).is_file()]
+    assert not missing, missing
