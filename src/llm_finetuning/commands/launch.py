@@ -41,13 +41,14 @@ def _run_script(run_dir: Path, resume: bool) -> int:
 @click.command("launch")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--resume", is_flag=True, help="Continue from the last complete checkpoint.")
-@click.option("--plan", "plan_only", is_flag=True, help="Verify, print what would run (JSON), and stop.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Verify, print what would run as JSON (with any missing backend), and stop.")
 def command(run_dir: Path, resume: bool, plan_only: bool) -> None:
     """Verify RUN_DIR (manifest, brief, records, gate, vLLM) and train it with TRL's GRPOTrainer."""
     from llm_finetuning.launch import LaunchRefused, launch_plan, verify_run
 
     try:
-        run = verify_run(run_dir)
+        run = verify_run(run_dir, check_backend=not plan_only)
     except LaunchRefused as exc:
         click.echo(f"finetune launch: {run_dir} is refused:", err=True)
         for line in exc.lines:

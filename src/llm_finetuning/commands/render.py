@@ -32,11 +32,6 @@ def _recommend(brief: Any) -> tuple[dict[str, Any], str]:
         return {}, f"memory estimate unavailable ({reason}): vLLM memory share 0.3, sleep mode off"
 
 
-def _gate_line(check: Any) -> str:
-    fix = f" Fix: {check.fix}" if getattr(check, "fix", "") else ""
-    return f"[{check.verdict}] {check.id}: {check.path or '(brief)'}: {check.reason}{fix}"
-
-
 @click.command("render")
 @click.argument("brief", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "run_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
@@ -56,10 +51,8 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps({"rendered": False, "gate": report.to_json()}))
         else:
-            click.echo(f"{brief}: the gate rejects this brief; nothing was rendered.")
-            for check in report.checks:
-                if check.verdict != "pass":
-                    click.echo(_gate_line(check))
+            click.echo(report.render())
+            click.echo(f"{brief}: nothing was rendered.")
         sys.exit(EXIT_REJECTED)
 
     from llm_finetuning.render import RenderError, render_run

@@ -65,9 +65,7 @@ def _gate_problems(bpath: Path, brief: Any, manifest: dict[str, Any]) -> list[st
     report = run_gate(bpath)
     lines = []
     if not report.passed:
-        for check in report.checks:
-            if check.verdict == "fail":
-                lines.append(f"gate {check.id}: {check.path}: {check.reason} Fix: {check.fix}")
+        lines = [f"gate: {check.line()}" for check in report.failures]
         lines = lines or ["the gate rejects the brief. Fix: run `finetune gate BRIEF` and follow its fixes"]
     elif gate_fingerprint(brief) != manifest.get("gate_fingerprint"):
         lines.append("the gate's fingerprint differs from the one in manifest.json (the evidence changed since "
@@ -75,8 +73,9 @@ def _gate_problems(bpath: Path, brief: Any, manifest: dict[str, Any]) -> list[st
     return lines
 
 
-def verify_run(run_dir: Path) -> VerifiedRun:
-    """Manifest, brief, records and gate, in that order; LaunchRefused naming everything that no longer holds."""
+def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
+    """Manifest, brief, records, gate and (unless `check_backend` is False) vLLM, in that order;
+    LaunchRefused naming everything that no longer holds."""
     from llm_finetuning.brief import load_brief
 
     run_dir = Path(run_dir).resolve()
@@ -98,9 +97,9 @@ def verify_run(run_dir: Path) -> VerifiedRun:
     if gate:
         raise LaunchRefused(gate)
     vllm = vllm_problem(str(brief.data["hardware"]["generation"]))
-    if vllm:
+    if vllm and check_backend:
         raise LaunchRefused([vllm], EXIT_UNUSABLE)
-    return VerifiedRun(run_dir, manifest, brief)
+    return VerifiedRun(run_dir, manifest, brief, [vllm] if vllm else [])
 
 
 def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:
@@ -126,4 +125,5 @@ def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:
         "distributed": topo.get("distributed"),
         "nodes": topo.get("nodes"),
         "resume": resume,
+        "backend_problems": list(run.warnings),
     }

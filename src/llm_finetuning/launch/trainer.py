@@ -306,6 +306,9 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         model_init_kwargs.pop("revision", None)  # a dequantised local copy has no hub revision
     training_args.model_init_kwargs = model_init_kwargs
 
+    cached = sys.modules.get("rewards_entry")
+    if cached is not None and Path(getattr(cached, "__file__", "")).resolve() != run_dir / "rewards_entry.py":
+        del sys.modules["rewards_entry"]  # another run's rewards, imported earlier in this process
     reward_funcs = []
     for ref in script_args.reward_funcs or []:
         module, _, attr = ref.rpartition(".")

@@ -1,0 +1,82 @@
+"""`finetune render` and `finetune launch --plan` through the real CLI, gate and records: what is
+refused, why, and what a launch would run (the vLLM paths are checked here through launch plans)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from launch_cases import copy_model, finetune, make_brief
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_model(tiny_model_dir, tmp_path_factory.mktemp("m") / "tiny")
+
+
+def test_render_refuses_without_records_and_prints_the_gate(tmp_path: Path, model: Path) -> None:
+    brief = make_brief(tmp_path / "b", model, records=False)
+    out = finetune("render", str(brief), "-o", str(tmp_path / "run"))
+    assert out.returncode == 1, out.stderr
+    assert "FAIL  base_success_nonzero" in out.stdout and "FAIL  reward_inspected" in out.stdout
+    assert "nothing was rendered" in out.stdout
+    assert not (tmp_path / "run").exists()
+
+
+def test_render_then_plan(tmp_path: Path, model: Path) -> None:
+    brief = make_brief(tmp_path / "b", model)
+    out = finetune("render", str(brief), "-o", str(tmp_path / "run"), "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["rendered"] is True
+    assert sorted(result["files"]) == ["accelerate.yaml", "grpo_config.yaml", "launch.sh", "rewards_entry.py"]
+    plan = json.loads(finetune("launch", str(tmp_path / "run"), "--plan").stdout)
+    assert (plan["how"], plan["train_processes"], plan["generation"]) == ("in-process", 1, "transformers")
+
+
+def test_launch_refuses_a_hand_edited_file_naming_it(tmp_path: Path, model: Path) -> None:
+    brief = make_brief(tmp_path / "b", model)
+    run = tmp_path / "run"
+    assert finetune("render", str(brief), "-o", str(run)).returncode == 0
+    cfg = run / "grpo_config.yaml"
+    cfg.write_text(cfg.read_text().replace("learning_rate: 5.0e-07", "learning_rate: 1.0e-05"))
+    out = finetune("launch", str(run))
+    assert out.returncode == 1
+    assert "grpo_config.yaml: was edited after rendering" in out.stderr
+    assert "finetune render" in out.stderr
+
+
+def test_launch_refuses_when_the_gate_no_longer_passes(tmp_path: Path, model: Path) -> None:
+    brief = make_brief(tmp_path / "b", model)
+    run = tmp_path / "run"
+    assert finetune("render", str(brief), "-o", str(run)).returncode == 0
+    (tmp_path / "b" / "records" / "baseline.json").unlink()
+    out = finetune("launch", str(run), "--plan")
+    assert out.returncode == 1
+    assert "records.baseline" in out.stderr
+
+
+def test_launch_without_manifest_is_unusable(tmp_path: Path) -> None:
+    tmp_path.joinpath("run").mkdir()
+    out = finetune("launch", str(tmp_path / "run"))
+    assert out.returncode == 2 and "manifest.json does not exist" in out.stderr
+
+
+def test_vllm_server_plan_and_missing_vllm(tmp_path: Path, model: Path) -> None:
+    """8 GPUs in vllm-server mode: the plan runs launch.sh (server on GPU 0, 7 trainers); without vLLM
+    installed the launch itself is refused with the install command, never switched to transformers."""
+    brief = make_brief(tmp_path / "b", model, gpus=8, generation="vllm-server",
+                       extra="  vllm_server_gpus: 1\n")
+    run = tmp_path / "run"
+    out = finetune("render", str(brief), "-o", str(run))
+    assert out.returncode == 0, out.stdout + out.stderr
+    plan = json.loads(finetune("launch", str(run), "--plan").stdout)
+    assert (plan["how"], plan["server_gpus"], plan["train_processes"]) == ("launch.sh", 1, 7)
+    script = (run / "launch.sh").read_text()
+    assert "CUDA_VISIBLE_DEVICES=0 trl vllm-serve" in script and "CUDA_VISIBLE_DEVICES=1,2,3,4,5,6,7 accelerate" in script
+    assert "trap stop_server EXIT" in script and "/health/" in script
+    launched = finetune("launch", str(run))
+    if plan["backend_problems"]:
+        assert launched.returncode == 2
+        assert "pip install 'llm-finetuning[vllm]'" in launched.stderr and "trl[vllm]==1.16.0" in launched.stderr
