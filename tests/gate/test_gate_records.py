@@ -103,3 +103,20 @@ def test_dapo_with_a_kl_term_contradicts_the_variant(make_brief) -> None:
                                              "  num_generations: 8").replace("beta: 0.01", "beta: 0.05"))
     failing = {(c.id, c.path) for c in run_gate(path).failures}
     assert ("overrides", "grpo.beta") in failing
+
+
+def test_local_weights_changed_in_place_make_the_records_stale(make_brief) -> None:
+    from records_builders import build_baseline, build_inspection, loaded
+
+    path = make_brief("passing", records=False)
+    model = path.parent / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
+    (model / "model.safetensors").write_bytes(b"\0" * 64)
+    path.write_text(path.read_text().replace("id: Qwen/Qwen2.5-0.5B-Instruct", "id: ./model"))
+    build_baseline(loaded(path))
+    build_inspection(loaded(path))
+    assert not [c for c in run_gate(path).failures if c.id in ("reward_inspected", "base_success_nonzero")]
+    (model / "model.safetensors").write_bytes(b"\1" * 64)  # same size, new content
+    failures = [c for c in run_gate(path).failures if c.id == "reward_inspected"]
+    assert failures and failures[0].reason.startswith("stale: the model changed since the record: model identity")

@@ -76,12 +76,18 @@ def make_samples(brief: Any, n: int = 64) -> list[dict[str, Any]]:
     return out
 
 
+def identity(brief: Any) -> str:
+    """The model identity the sampling verbs bind (`models.model_identity`)."""
+    from llm_finetuning.models import model_identity
+
+    return model_identity(brief.section("model"), brief.folder)
+
+
 def build_inspection(brief: Any, *, n: int = 64, verdicts: dict[int, str] | None = None, seal: bool = True,
-                     review_all: bool = True, model_identity: str | None = "hub:Qwen/Qwen2.5-0.5B-Instruct@main"
-                     ) -> Path:
+                     review_all: bool = True) -> Path:
     """A reviewed (and by default sealed, all-agree) inspection record at the brief's records.inspection."""
     path = brief.resolve(brief.data["records"]["inspection"])
-    record = inspection.create_inspection(brief, make_samples(brief, n), path, model_identity)
+    record = inspection.create_inspection(brief, make_samples(brief, n), path, identity(brief))
     verdicts = verdicts or {}
     for i, s in enumerate(record["samples"]):
         if review_all or i in verdicts:
@@ -93,14 +99,13 @@ def build_inspection(brief: Any, *, n: int = 64, verdicts: dict[int, str] | None
 
 
 def build_baseline(brief: Any, *, pass_at_k: float = 0.5, pass_at_1: float = 0.2, tie: float = 0.3,
-                   truncated: float = 0.05, model_identity: str | None = "hub:Qwen/Qwen2.5-0.5B-Instruct@main"
-                   ) -> Path:
+                   truncated: float = 0.05) -> Path:
     """A baseline record at the brief's records.baseline with the given figures."""
     from llm_finetuning.records.bindings import reward_names
 
     path = brief.resolve(brief.data["records"]["baseline"])
     record = baseline.make_baseline(
-        brief, model_identity=model_identity, prompts={"source": "data/train.jsonl", "count": 16, "indices": list(range(16))},
+        brief, model_identity=identity(brief), prompts={"source": "data/train.jsonl", "count": 16, "indices": list(range(16))},
         k=8, pass_at_1=pass_at_1, pass_at_k=pass_at_k,
         mean_reward={name: pass_at_1 for name in reward_names(brief.data["rewards"])},
         frac_groups_all_tie=tie, frac_truncated=truncated)

@@ -42,6 +42,7 @@ class GateContext:
     trl_problem: str = ""
     memory: Any = None
     memory_problem: str = ""
+    model_identity: str | None = None  # what the sampling verbs bound into the records (models.model_identity)
 
 
 def _load_judge(brief: Any) -> list[str] | None:
@@ -105,6 +106,15 @@ def _load_model_config(brief: Any) -> dict[str, Any] | None:
     return _read_json(brief.resolve(mid) / "config.json")
 
 
+def _model_identity(brief: Any) -> str | None:
+    """The model's identity as `finetune baseline`/`inspect` bind it (hashes cached by size and mtime)."""
+    try:
+        model_identity = importlib.import_module("llm_finetuning.models").model_identity
+        return str(model_identity(brief.section("model"), brief.folder))
+    except Exception:  # noqa: BLE001 - without it the records' model fields are still compared
+        return None
+
+
 def _load_memory(brief: Any) -> tuple[Any, str]:
     try:
         estimate_brief = importlib.import_module("llm_finetuning.memory").estimate_brief
@@ -123,13 +133,14 @@ def load_context(brief: Any) -> GateContext:
     from llm_finetuning.records.inspection import load_inspection, verify_inspection
 
     ctx = GateContext()
+    ctx.model_identity = _model_identity(brief)
     records = brief.data["records"]
     bpath = brief.resolve(records["baseline"])
-    ctx.baseline_problems = verify_baseline(brief, bpath)
+    ctx.baseline_problems = verify_baseline(brief, bpath, ctx.model_identity)
     if not any(p.kind in ("missing", "malformed") for p in ctx.baseline_problems):
         ctx.baseline = load_baseline(bpath)
     ipath = brief.resolve(records["inspection"])
-    ctx.inspection_problems = verify_inspection(brief, ipath)
+    ctx.inspection_problems = verify_inspection(brief, ipath, ctx.model_identity)
     if not any(p.kind in ("missing", "malformed") for p in ctx.inspection_problems):
         ctx.inspection = load_inspection(ipath)
     ctx.judge_problems = _load_judge(brief)

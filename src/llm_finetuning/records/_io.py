@@ -10,8 +10,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +53,15 @@ def shown(path: Path | str) -> str:
 
 
 def utc_now() -> str:
+    from datetime import datetime, timezone  # lazy: the gate's fast path never writes a timestamp
+
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write `data` to `path` so that readers never see a partial file."""
+    import tempfile  # lazy: about 20 ms of imports the gate's read-only path does not need
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
