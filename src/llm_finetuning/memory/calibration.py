@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.memory.estimator import Estimate, Settings, estimate
+from llm_finetuning.memory.estimator import ALLOCATOR_SLACK, Estimate, Settings, estimate
 from llm_finetuning.memory.shapes import lookup
 
 
@@ -23,11 +23,21 @@ class Comparison:
     oom: bool
     device_gib: float
     predicted: Estimate
+    measured_generation_alloc_gib: float | None = None  # peak allocated in the last generation phase
+    source: str = ""
 
     @property
     def error(self) -> float:
         """Relative error of predicted against measured peak reserved memory."""
         return self.predicted.total_gib / self.measured_reserved_gib - 1
+
+    @property
+    def generation_error(self) -> float | None:
+        """Relative error of the predicted generation phase (allocated) against the measured one."""
+        if self.measured_generation_alloc_gib is None:
+            return None
+        predicted = self.predicted.phases["generation"] / ALLOCATOR_SLACK
+        return predicted / self.measured_generation_alloc_gib - 1
 
     @property
     def verdict_right(self) -> bool:
@@ -37,31 +47,35 @@ class Comparison:
         p = self.point
         gc = "GC" if p["gc"] else "no GC"
         return (f"{p['model'].split('/')[-1]} {p['adapter']} {p['dtype']} beta={p['beta']:g} {gc} "
-                f"B={p['B']} P+L={p['P']}+{p['L']}")
+                f"B={p['B']}{' GA=' + str(p['GA']) if p.get('GA', 1) > 1 else ''} P+L={p['P']}+{p['L']}")
 
 
 def settings_for(point: dict[str, Any], device_gib: float) -> Settings:
     """The estimator's settings for one calibration point (one GPU, transformers generation)."""
     return Settings(
         adapter=point["adapter"], dtype=point["dtype"], gpus=1, gpu_memory_gib=device_gib,
-        num_generations=point["G"], per_device_batch=point["B"], gradient_accumulation_steps=1,
+        num_generations=point["G"], per_device_batch=point["B"],
+        gradient_accumulation_steps=point.get("GA", 1),
         max_completion_length=point["L"], prompt_tokens=point["P"], beta=point["beta"],
         generation="transformers", gradient_checkpointing=point["gc"], lora_r=16,
     )
 
 
-def load(path: str | Path) -> list[Comparison]:
-    """Every usable point of a calibration file, with the estimator's prediction."""
+def load(*paths: str | Path) -> list[Comparison]:
+    """Every usable point of the calibration files, with the estimator's prediction."""
     out = []
-    for line in Path(path).read_text().splitlines():
+    lines = [(Path(path).name, line) for path in paths for line in Path(path).read_text().splitlines()]
+    for source, line in lines:
         rec = json.loads(line)
         if rec.get("error") or "peak_reserved_gib" not in rec:
             continue
         shape = lookup(rec["point"]["model"])
         assert shape is not None, rec["point"]["model"]
         device = float(rec["device_total_gib"])
+        gens = [m["peak_alloc_gib"] for m in rec.get("marks", []) if m["label"] == "generation"]
         out.append(Comparison(rec["point"], rec["peak_reserved_gib"], rec["peak_alloc_gib"], bool(rec["oom"]),
-                              device, estimate(shape, settings_for(rec["point"], device))))
+                              device, estimate(shape, settings_for(rec["point"], device)),
+                              gens[-1] if gens else None, source))
     return out
 
 
@@ -79,8 +93,10 @@ def table(rows: list[Comparison]) -> str:
     return "\n".join(lines)
 
 
+DEFAULT_FILES = ("bench/results/memory-h200.jsonl", "bench/results/memory-h200-validation.jsonl")
+
 if __name__ == "__main__":
-    rows = load(sys.argv[1] if len(sys.argv) > 1 else "bench/results/memory-h200.jsonl")
+    rows = load(*(sys.argv[1:] or DEFAULT_FILES))
     print(table(rows))
     for r in rows:
         print(r.label(), {k: round(v, 2) for k, v in r.predicted.components.items()}, r.predicted.phases,
