@@ -23,17 +23,58 @@ class GGUFError(ValueError):
 
 
 class _Reader:
+    """Reads the header from an in-memory buffer, topped up from the file as parsing reaches its end
+    (a header with a 150k-entry vocabulary is a few MB; walking it in memory keeps this fast)."""
+
+    CHUNK = 4 << 20
+
     def __init__(self, f: BinaryIO) -> None:
         self.f = f
+        self.data = f.read(self.CHUNK)
+        self.pos = 0
+
+    def _ensure(self, n: int) -> None:
+        while self.pos + n > len(self.data):
+            more = self.f.read(max(n, self.CHUNK))
+            if not more:
+                raise GGUFError("file ends inside the GGUF header")
+            self.data = self.data[self.pos:] + more
+            self.pos = 0
 
     def take(self, n: int) -> bytes:
-        data = self.f.read(n)
-        if len(data) != n:
-            raise GGUFError("file ends inside the GGUF header")
-        return data
+        self._ensure(n)
+        out = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return out
 
     def scalar(self, fmt: str) -> Any:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+        size = struct.calcsize(fmt)
+        self._ensure(size)
+        value = struct.unpack_from(fmt, self.data, self.pos)[0]
+        self.pos += size
+        return value
+
+    def skip(self, n: int) -> None:
+        self._ensure(n)
+        self.pos += n
+
+    def skip_strings(self, count: int) -> None:
+        """Skip `count` length-prefixed strings (a vocabulary): a tight loop, topping up as needed."""
+        unpack = struct.Struct("<Q").unpack_from
+        left = count
+        while left:
+            data, pos, end = self.data, self.pos, len(self.data)
+            while left and pos + 8 <= end:
+                nxt = pos + 8 + unpack(data, pos)[0]
+                if nxt > end:
+                    break
+                pos = nxt
+                left -= 1
+            self.pos = pos
+            if left:  # the next string crosses the buffer's end: top up through the slow path
+                self._ensure(8)
+                self.skip(8 + unpack(self.data, self.pos)[0])
+                left -= 1
 
     def string(self) -> str:
         n = self.scalar("<Q")
@@ -50,11 +91,10 @@ class _Reader:
             itype = self.scalar("<I")
             count = self.scalar("<Q")
             if itype in _SCALAR and not keep:
-                self.f.seek(struct.calcsize(_SCALAR[itype]) * count, 1)
+                self.skip(struct.calcsize(_SCALAR[itype]) * count)
                 return count
             if itype == _STRING and not keep:
-                for _ in range(count):  # strings must be walked to be skipped
-                    self.f.seek(self.scalar("<Q"), 1)
+                self.skip_strings(count)
                 return count
             return [self.value(itype) for _ in range(count)]
         raise GGUFError(f"unknown GGUF value type {vtype}")
