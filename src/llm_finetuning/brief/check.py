@@ -116,6 +116,14 @@ def _collect_schema_errors(raw: dict[str, Any]) -> list[BriefError]:
     return errors
 
 
+def _exists(path: Path) -> bool:
+    """Path.exists that treats an impossible name (too long, NUL byte) as absent."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def _looks_local(ref: str) -> bool:
     return ref.endswith(LOCAL_DATA_SUFFIXES) or ref.startswith((".", "/", "~")) or ref.count("/") != 1
 
@@ -129,7 +137,7 @@ def _check_data(data: dict[str, Any], folder: Path) -> list[BriefError]:
         if _looks_local(ref):
             p = Path(ref).expanduser()
             p = p if p.is_absolute() else folder / p
-            if not p.exists():
+            if not _exists(p):
                 errors.append(BriefError(f"data.{key}", f"file {ref!r} does not exist (looked at {p})",
                                          "fix the path (relative to the brief's folder) or generate the data"))
             elif p.is_file() and not p.name.endswith(LOCAL_DATA_SUFFIXES):
@@ -143,19 +151,21 @@ def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path)
     if "lora" in raw_model and model.get("adapter") == "full":
         errors.append(BriefError("model.lora", "is set but model.adapter is full",
                                  "set `model.adapter: lora` (or qlora), or remove model.lora"))
-    mid = str(model.get("id", ""))
-    local = mid.startswith((".", "/", "~")) or (folder / mid).exists()
+    mid = model.get("id")
+    if not isinstance(mid, str) or not mid:
+        return errors  # the schema error already names model.id
+    local = mid.startswith((".", "/", "~")) or _exists(folder / mid)
     gguf = model.get("gguf_file")
     if local:
         p = Path(mid).expanduser()
         p = p if p.is_absolute() else folder / p
-        if not p.is_dir():
+        if not _exists(p) or not p.is_dir():
             errors.append(BriefError("model.id", f"local model directory {mid!r} does not exist (looked at {p})",
                                      "give an existing directory with config.json, or a hub id such as Qwen/Qwen2.5-1.5B-Instruct"))
-        elif gguf and not (p / gguf).is_file():
+        elif isinstance(gguf, str) and gguf and not (_exists(p / gguf) and (p / gguf).is_file()):
             errors.append(BriefError("model.gguf_file", f"{gguf!r} is not a file inside {mid!r}",
                                      "name a .gguf file that exists in model.id"))
-    if gguf and not str(gguf).endswith(".gguf"):
+    if isinstance(gguf, str) and gguf and not gguf.endswith(".gguf"):
         errors.append(BriefError("model.gguf_file", f"found {gguf!r}; expected a file name ending in .gguf",
                                  "name the .gguf file, or set it to null"))
     if model.get("adapter") == "qlora" and model.get("dtype") == "float32":
@@ -172,7 +182,10 @@ def _check_rewards(rewards: list[Any], folder: Path) -> list[BriefError]:
         fn = spec["fn"]
         base = f"rewards[{i}]"
         if registry.is_custom(fn):
-            _, problem = registry.locate_custom(fn, folder)
+            try:
+                _, problem = registry.locate_custom(fn, folder)
+            except (OSError, ValueError) as exc:
+                problem = f"{fn!r} cannot be looked up as a module: {exc}"
             if problem:
                 errors.append(BriefError(f"{base}.fn", problem,
                                          "put the module next to the brief (or on PYTHONPATH) and check the names"))
