@@ -1,0 +1,42 @@
+"""`finetune diagnose`: name a GRPO run's failure mode from its logs and the variant (or fix) to try.
+
+Reads RUN_DIR/metrics.jsonl (from `finetune launch`) or TRL's trainer_state.json, plus what the run
+directory says about the brief, the model and logged completions; applies pure rules (rules.py) whose
+finding ids are the contract of DESIGN.md; writes RUN_DIR/diagnosis.json for the gate.
+
+Pure at import: no torch, transformers, trl, numpy or matplotlib (the plot imports matplotlib inside).
+"""
+
+from __future__ import annotations
+
+from llm_finetuning.diagnose.context import RunContext, load_context
+from llm_finetuning.diagnose.report import (
+    DIAGNOSIS_FILE,
+    DIAGNOSIS_FORMAT,
+    diagnosis_json,
+    diagnosis_record,
+    render_text,
+    verify_diagnosis,
+    write_diagnosis,
+)
+from llm_finetuning.diagnose.rules import FINDING_IDS, RULES, Finding, diagnose
+from llm_finetuning.diagnose.trajectory import Series, Trajectory, load_trajectory
+
+__all__ = [
+    "DIAGNOSIS_FILE",
+    "DIAGNOSIS_FORMAT",
+    "FINDING_IDS",
+    "RULES",
+    "Finding",
+    "RunContext",
+    "Series",
+    "Trajectory",
+    "diagnose",
+    "diagnosis_json",
+    "diagnosis_record",
+    "load_context",
+    "load_trajectory",
+    "render_text",
+    "verify_diagnosis",
+    "write_diagnosis",
+]

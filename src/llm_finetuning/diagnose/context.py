@@ -1,0 +1,222 @@
+"""What diagnose knows about a run besides its metrics: the brief (through manifest.json), the rendered
+GRPO config, the model's architecture, logged completions and a held-out evaluation.
+
+Everything here is optional: a bare TRL output_dir with only a trainer_state.json is diagnosed from its
+metrics alone. Pure: json, yaml and the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.diagnose.trajectory import (
+    COMPLETIONS_FILE,
+    Completion,
+    checkpoint_dirs,
+    read_completions,
+)
+from llm_finetuning.errors import UnusableInput
+
+MANIFEST_FILE = "manifest.json"
+GRPO_CONFIG_FILE = "grpo_config.yaml"
+EVAL_FILE = "eval.jsonl"
+
+# Built-in rewards that check correctness (rewards.registry.VERIFIERS) and name patterns of custom ones.
+CORRECTNESS_NAME = re.compile(r"exact|correct|accura|match|unit_test|pass|verif|solve|answer|json_schema|judge",
+                              re.IGNORECASE)
+# Name patterns of shaping rewards: format, length, style. These never count as correctness.
+SHAPING_NAME = re.compile(r"format|length|len_|style|tag|think|xml|digit|penalty|shape|brevity", re.IGNORECASE)
+# config.json keys that make a model a mixture of experts when their value is above 1.
+MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+
+
+@dataclass
+class RunContext:
+    """Facts about the run that the rules may use; None means unknown."""
+
+    brief_name: str | None = None
+    brief_sha256: str | None = None
+    variant: str | None = None  # grpo | dapo | dr_grpo | gspo, from the brief or the rendered config
+    importance_sampling_level: str | None = None
+    is_moe: bool | None = None
+    moe_source: str = ""
+    reward_weights: dict[str, float] = field(default_factory=dict)  # TRL reward name -> weight
+    correctness: list[str] = field(default_factory=list)  # reward names that measure correctness
+    max_completion_length: int | None = None
+    learning_rate: float | None = None
+    beta: float | None = None
+    completions: list[Completion] = field(default_factory=list)
+    eval_steps: list[int] = field(default_factory=list)  # held-out stricter verifier: step -> score
+    eval_scores: list[float] = field(default_factory=list)
+    eval_source: str = ""
+    notes: list[str] = field(default_factory=list)  # what could not be read, for stderr
+
+
+def _reward_names(rewards: list[dict[str, Any]]) -> list[str]:
+    """TRL's names for the brief's rewards: the fn name, suffixed #2, #3 where a name repeats (DESIGN.md)."""
+    seen: dict[str, int] = {}
+    names = []
+    for spec in rewards:
+        fn = str(spec.get("fn", ""))
+        short = fn.rsplit(":", 1)[-1] if ":" in fn else fn
+        seen[short] = seen.get(short, 0) + 1
+        names.append(short if seen[short] == 1 else f"{short}#{seen[short]}")
+    return names
+
+
+def model_config_is_moe(config: dict[str, Any]) -> bool:
+    """True when a transformers config.json describes a mixture-of-experts model."""
+    for key in MOE_CONFIG_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+            return True
+    names = [str(config.get("model_type", ""))] + [str(a) for a in config.get("architectures") or []]
+    return any("moe" in n.lower() or "mixtral" in n.lower() for n in names)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
+    from llm_finetuning.brief import load_brief
+
+    try:
+        brief, errors = load_brief(brief_path)
+    except UnusableInput as exc:
+        ctx.notes.append(f"brief {brief_path} unreadable: {exc.reason}")
+        return
+    if brief is None:
+        ctx.notes.append(f"brief {brief_path} has {len(errors)} error(s); diagnosing from the metrics alone")
+        return
+    data = brief.data
+    ctx.brief_name, ctx.brief_sha256 = brief.name, brief.sha256
+    grpo = data.get("grpo", {})
+    ctx.variant = grpo.get("variant")
+    ctx.max_completion_length = grpo.get("max_completion_length")
+    ctx.learning_rate = grpo.get("learning_rate")
+    ctx.beta = grpo.get("beta")
+    rewards = data.get("rewards", [])
+    names = _reward_names(rewards)
+    ctx.reward_weights = {n: float(r.get("weight", 1.0)) for n, r in zip(names, rewards, strict=True)}
+    from llm_finetuning.rewards.registry import VERIFIERS
+
+    ctx.correctness = [n for n, r in zip(names, rewards, strict=True)
+                       if r.get("fn") in VERIFIERS or r.get("fn") == "judge"
+                       or (":" in str(r.get("fn")) and CORRECTNESS_NAME.search(n) and not SHAPING_NAME.search(n))]
+    model = data.get("model", {})
+    arch = model.get("architecture", "auto")
+    if arch in ("moe", "dense"):
+        ctx.is_moe, ctx.moe_source = arch == "moe", f"brief model.architecture: {arch}"
+    else:
+        local = brief.resolve(str(model.get("id", "")))
+        config = _read_json(local / "config.json") if local.is_dir() else None
+        if isinstance(config, dict):
+            ctx.is_moe, ctx.moe_source = model_config_is_moe(config), f"{local / 'config.json'}"
+
+
+def _apply_grpo_config(ctx: RunContext, path: Path) -> None:
+    """The rendered TRL config: what actually ran, which wins over the brief for the loss settings."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        ctx.notes.append(f"{path} unreadable")
+        return
+    if not isinstance(config, dict):
+        return
+    ctx.importance_sampling_level = config.get("importance_sampling_level", ctx.importance_sampling_level)
+    if isinstance(config.get("max_completion_length"), int):
+        ctx.max_completion_length = config["max_completion_length"]
+    if isinstance(config.get("learning_rate"), (int, float)):
+        ctx.learning_rate = float(config["learning_rate"])
+    if isinstance(config.get("beta"), (int, float)):
+        ctx.beta = float(config["beta"])
+    weights = config.get("reward_weights")
+    if ctx.importance_sampling_level == "sequence" and ctx.variant is None:
+        ctx.variant = "gspo"
+    if isinstance(weights, list) and not ctx.reward_weights:
+        ctx.notes.append("reward weights from grpo_config.yaml without names; assuming 1.0 per logged reward")
+
+
+def _apply_checkpoint_config(ctx: RunContext, run_dir: Path) -> None:
+    """A checkpoint's own config.json (full fine-tuning) tells the architecture when nothing else did."""
+    for ckpt in reversed(checkpoint_dirs(run_dir)):
+        config = _read_json(ckpt / "config.json")
+        if isinstance(config, dict):
+            ctx.is_moe, ctx.moe_source = model_config_is_moe(config), str(ckpt / "config.json")
+            return
+
+
+def read_eval(path: Path) -> tuple[list[int], list[float]]:
+    """A held-out evaluation with a stricter verifier: JSONL rows `{"step": int, "score": float}`."""
+    steps: list[int] = []
+    scores: list[float] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UnusableInput(f"cannot read {path}: {exc.strerror}", "pass a JSONL file of {\"step\", \"score\"} rows",
+                            str(path)) from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            step, score = int(row["step"]), float(row["score"])
+        except (ValueError, KeyError, TypeError):
+            raise UnusableInput(f"{path.name} line {number} is not a {{\"step\": int, \"score\": number}} object",
+                                "write one JSON object per line with step and score", str(path)) from None
+        if math.isfinite(score):
+            steps.append(step)
+            scores.append(score)
+    order = sorted(range(len(steps)), key=lambda i: steps[i])
+    return [steps[i] for i in order], [scores[i] for i in order]
+
+
+def load_context(run_dir: str | Path, brief: str | Path | None = None, eval_file: str | Path | None = None,
+                 architecture: str | None = None, correctness: list[str] | None = None) -> RunContext:
+    """Gather what is known about the run. Explicit arguments win over what the run directory says."""
+    ctx = RunContext()
+    root = Path(run_dir)
+    root = root.parent if root.is_file() else root
+    manifest = _read_json(root / MANIFEST_FILE)
+    brief_path: Path | None = Path(brief) if brief else None
+    if isinstance(manifest, dict):
+        brief_info = manifest.get("brief")
+        info: dict[str, Any] = brief_info if isinstance(brief_info, dict) else {}
+        ctx.brief_name = manifest.get("name") if isinstance(manifest.get("name"), str) else None
+        ctx.brief_sha256 = info.get("sha256") if isinstance(info.get("sha256"), str) else None
+        if brief_path is None and isinstance(info.get("path"), str):
+            brief_path = (root / info["path"]).resolve()
+    if brief_path is not None:
+        if brief_path.is_file():
+            manifest_sha = ctx.brief_sha256
+            _apply_brief(ctx, brief_path)
+            if manifest_sha and ctx.brief_sha256 and manifest_sha != ctx.brief_sha256 and not brief:
+                ctx.notes.append("the brief changed since rendering; diagnosis.json records the manifest's sha256")
+                ctx.brief_sha256 = manifest_sha
+        else:
+            ctx.notes.append(f"brief {brief_path} not found; diagnosing from the metrics alone")
+    if (root / GRPO_CONFIG_FILE).is_file():
+        _apply_grpo_config(ctx, root / GRPO_CONFIG_FILE)
+    if ctx.is_moe is None:
+        _apply_checkpoint_config(ctx, root)
+    if architecture in ("moe", "dense"):
+        ctx.is_moe, ctx.moe_source = architecture == "moe", f"--architecture {architecture}"
+    if correctness:
+        ctx.correctness = list(correctness)
+    ctx.completions = read_completions(root / COMPLETIONS_FILE)
+    eval_path = Path(eval_file) if eval_file else (root / EVAL_FILE if (root / EVAL_FILE).is_file() else None)
+    if eval_path is not None:
+        ctx.eval_steps, ctx.eval_scores = read_eval(eval_path)
+        ctx.eval_source = str(eval_path)
+    return ctx

@@ -1,0 +1,66 @@
+"""`finetune diagnose --follow`: re-read a live run's metrics as they grow and report findings as they appear.
+
+Stops when metrics.jsonl gets `finetune launch`'s end marker (`{"event": "end", "step": N}`), when the
+timeout passes, or on Ctrl-C. The clock and sleep are parameters so tests need not wait.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from llm_finetuning.diagnose.context import RunContext
+from llm_finetuning.diagnose.rules import ERROR, Finding, diagnose
+from llm_finetuning.diagnose.trajectory import COMPLETIONS_FILE, Trajectory, load_trajectory, read_completions
+from llm_finetuning.errors import UnusableInput
+
+
+@dataclass
+class FollowResult:
+    """The last trajectory read (None if none ever was), its findings, and why following stopped."""
+
+    trajectory: Trajectory | None
+    findings: list[Finding] = field(default_factory=list)
+    stopped: str = ""  # "ended" | "timeout" | "interrupted"
+    last_error: UnusableInput | None = None
+
+
+def follow(run_dir: Path, ctx: RunContext, on_new: Callable[[Finding, Trajectory], None],
+           interval: float = 10.0, timeout: float | None = None,
+           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> FollowResult:
+    """Poll until the end marker, the timeout or Ctrl-C; call `on_new` for each finding id when it first
+    appears (or turns from warning to error)."""
+    start = clock()
+    result = FollowResult(None)
+    reported: dict[str, str] = {}
+    completions_size = -1
+    try:
+        while True:
+            try:
+                traj = load_trajectory(run_dir)
+            except UnusableInput as exc:  # no metrics yet, or no step logged yet: wait for the run
+                result.last_error = exc
+            else:
+                result.trajectory, result.last_error = traj, None
+                completions = traj.source.parent / COMPLETIONS_FILE
+                size = completions.stat().st_size if completions.is_file() else 0
+                if size != completions_size:  # logged completions grow with the run too
+                    ctx.completions, completions_size = read_completions(completions), size
+                result.findings = diagnose(traj, ctx)
+                for f in result.findings:
+                    before = reported.get(f.id)
+                    if before is None or (before != ERROR and f.severity == ERROR):
+                        reported[f.id] = f.severity
+                        on_new(f, traj)
+                if traj.ended:
+                    result.stopped = "ended"
+                    return result
+            if timeout is not None and clock() - start >= timeout:
+                result.stopped = "timeout"
+                return result
+            sleep(interval)
+    except KeyboardInterrupt:
+        result.stopped = "interrupted"
+        return result

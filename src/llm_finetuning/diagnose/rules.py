@@ -1,0 +1,537 @@
+"""The rules of `finetune diagnose`: each a pure function of the trajectory and the run context that
+returns a `Finding` or None. Thresholds are module constants, documented where they are defined.
+
+The recipe (skills/grpo-rlvr-training): start with plain GRPO, watch for a specific symptom, and only
+then switch variant. So three rules name a variant (entropy collapse -> DAPO, length-reward correlation
+-> Dr.GRPO, MoE -> GSPO, required) and the others name what to fix instead (data, reward, length,
+learning rate), with `variant` null. Rewards are assumed to lie roughly in [0, 1] per function, as the
+built-in ones do; absolute thresholds below are in those units.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_finetuning.diagnose.context import CORRECTNESS_NAME, SHAPING_NAME, RunContext
+from llm_finetuning.diagnose.stats import (
+    fitted_change,
+    fmt,
+    median,
+    pearson,
+    spikes,
+    step_ranges,
+    window_size,
+)
+from llm_finetuning.diagnose.trajectory import Series, Trajectory
+
+ERROR, WARNING = "error", "warning"
+
+# Trend rules need this many logged points; fewer and they stay silent (too little to call a trend).
+MIN_TREND_POINTS = 5
+
+# entropy_collapse: the late-window median entropy is at most this share of the early-window median...
+ENTROPY_COLLAPSE_RATIO = 0.35
+# ...or has fallen below this many nats per token (from an early median at least twice as high).
+ENTROPY_FLOOR = 0.05
+
+# length_reward_correlation: mean completion length rose by at least this share (fitted line, first to last
+# step) with at least this correlation against the step...
+LENGTH_RISE_MIN = 0.20
+LENGTH_TREND_CORR = 0.5
+# ...while correctness moved by at most this much (fitted change, reward units)...
+CORRECTNESS_FLAT = 0.05
+# ...and the total reward tracked the length at least this closely (when reward and correctness differ).
+LENGTH_REWARD_CORR = 0.5
+
+# moe_instability / kl_blowup spikes: at least SPIKE_FACTOR x the median of the earlier points.
+SPIKE_FACTOR = 10.0
+CLIP_SPIKE_MIN = 0.2  # clip_ratio/region_mean: share of tokens clipped
+KL_SPIKE_MIN = 0.1  # nats per token
+GRAD_SPIKE_FLOOR = 1e-3
+# kl_blowup: spikes at this many distinct steps (isolated ones on small batches are estimator noise)...
+SPIKE_MIN_COUNT = 3
+# ...or the late-window median KL above this (warning) / KL_BLOWUP_ERROR (error), nats per token.
+KL_BLOWUP_LEVEL = 0.5
+KL_BLOWUP_ERROR = 2.0
+
+# no_signal_*: a step has no signal when at least this share of its groups have zero reward std...
+NO_SIGNAL_FRAC = 0.9
+# ...and the finding fires when this share of logged steps has no signal, or the late window's median does.
+NO_SIGNAL_SHARE = 0.75
+
+# truncation: late-window median of completions/clipped_ratio at or above this (warning)...
+TRUNCATION_RATIO = 0.3
+# ...and an error at or above this, or when no completion terminated (mean_terminated_length 0).
+TRUNCATION_ERROR_RATIO = 0.9
+
+# reward_hacking: a shaping reward rose at least this much and ends within SATURATED of its maximum...
+HACK_RISE_MIN = 0.2
+SATURATED = 0.9
+# ...or one shaping reward carries at least this share of the total reward's rise...
+DOMINANT_SHARE = 0.8
+REWARD_RISE_MIN = 0.1
+# ...or a held-out stricter verifier gains less than this share of what the training reward gained, with a
+# gap that widened by at least EVAL_GAP_MIN.
+EVAL_TRACK_SHARE = 0.25
+EVAL_GAP_MIN = 0.1
+
+# zero_loss: |loss| and grad_norm at most this on at least ZERO_LOSS_SHARE of the steps.
+ZERO_EPS = 1e-8
+ZERO_LOSS_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosed failure mode: the steps where it shows, the numbers, the variant and the fix."""
+
+    id: str
+    severity: str  # "error" | "warning"
+    steps: list[int]
+    evidence: dict[str, Any]  # "message" (one line) and the measured numbers
+    variant: str | None
+    fix: str
+    brief_edit: str | None = None  # YAML to merge into the brief
+    settings: dict[str, Any] = field(default_factory=dict)  # GRPOConfig values the variant implies
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "severity": self.severity, "steps": list(self.steps), "evidence": self.evidence,
+                "variant": self.variant, "fix": self.fix, "brief_edit": self.brief_edit, "settings": self.settings}
+
+
+def variant_settings(variant: str) -> dict[str, Any]:
+    """The GRPOConfig values `finetune render` writes for a variant (one source of truth: render.plan)."""
+    try:
+        from llm_finetuning.render.plan import VARIANT_SETTINGS
+    except ImportError:  # render not installed in this build: the brief edit alone still says it all
+        return {}
+    return {key: value for key, value, _ in VARIANT_SETTINGS.get(variant, [])}
+
+
+def _variant_edit(variant: str, symptom: str) -> str:
+    return f"grpo:\n  variant: {variant}\n  symptom: {symptom}\n"
+
+
+def _early_late(series: Series) -> tuple[float, float, int]:
+    k = window_size(len(series))
+    return median(series.values[:k]), median(series.values[-k:]), k
+
+
+def correctness_series(traj: Trajectory, ctx: RunContext) -> tuple[str | None, Series]:
+    """The reward that measures correctness: the brief's verifier rewards, else a component whose name says
+    so, else the only component; (None, total reward) when none can be told apart."""
+    names = traj.reward_components()
+    chosen = [n for n in ctx.correctness if n in names]
+    if not chosen:
+        chosen = [n for n in names if CORRECTNESS_NAME.search(n) and not SHAPING_NAME.search(n)]
+    if not chosen and len(names) == 1 and not SHAPING_NAME.search(names[0]):
+        chosen = names
+    if not chosen:
+        return None, traj.series("reward")
+    return chosen[0], traj.component(chosen[0])
+
+
+def shaping_components(traj: Trajectory, ctx: RunContext, correct_name: str | None) -> list[str]:
+    return [n for n in traj.reward_components() if n != correct_name and n not in ctx.correctness]
+
+
+def _aligned(a: Series, b: Series) -> tuple[list[float], list[float]]:
+    other = dict(zip(b.steps, b.values, strict=True))
+    xs = [v for s, v in zip(a.steps, a.values, strict=True) if s in other]
+    ys = [other[s] for s in a.steps if s in other]
+    return xs, ys
+
+
+def entropy_collapse(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Token entropy fell to a small share of where it started: the policy stopped exploring (-> DAPO)."""
+    ent = traj.series("entropy")
+    if len(ent) < MIN_TREND_POINTS:
+        return None
+    early, late, k = _early_late(ent)
+    if early <= 0:
+        return None
+    ratio = late / early
+    if not (ratio <= ENTROPY_COLLAPSE_RATIO or (late <= ENTROPY_FLOOR and early >= 2 * ENTROPY_FLOOR)):
+        return None
+    threshold = max(early * ENTROPY_COLLAPSE_RATIO, ENTROPY_FLOOR)
+    steps = [s for s, v in zip(ent.steps, ent.values, strict=True) if v <= threshold] or list(ent.steps[-k:])
+    length = traj.series("completions/mean_length")
+    message = (f"entropy fell from {fmt(early)} (median of the first {k} logs) to {fmt(late)} (last {k}), "
+               f"{ratio:.0%} of its start; below {fmt(threshold)} at steps {step_ranges(steps, traj.steps)}")
+    evidence: dict[str, Any] = {"message": message, "entropy_early": early, "entropy_late": late,
+                                "ratio": ratio, "threshold": threshold}
+    if len(length) >= MIN_TREND_POINTS:
+        l_early, l_late, _ = _early_late(length)
+        evidence.update(mean_length_early=l_early, mean_length_late=l_late)
+    return Finding("entropy_collapse", ERROR, steps, evidence, "dapo",
+                   "Switch to DAPO: clip-higher (epsilon_high 0.28) keeps low-probability tokens explorable, no KL "
+                   "penalty, truncated completions masked; rerun from the same start.",
+                   _variant_edit("dapo", "entropy_collapse"), variant_settings("dapo"))
+
+
+def length_reward_correlation(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Completion length trends up while correctness stays flat: reward tracks length, not quality
+    (-> Dr.GRPO, which removes GRPO's length-normalisation bias)."""
+    length = traj.series("completions/mean_length")
+    if len(length) < MIN_TREND_POINTS:
+        return None
+    steps = [float(s) for s in length.steps]
+    rise = fitted_change(steps, list(length.values))
+    base = max(median(length.values[: window_size(len(length))]), 1.0)
+    trend = pearson(steps, list(length.values))
+    if rise / base < LENGTH_RISE_MIN or trend is None or trend < LENGTH_TREND_CORR:
+        return None
+    correct_name, correct = correctness_series(traj, ctx)
+    if len(correct) < MIN_TREND_POINTS:
+        return None
+    c_change = fitted_change([float(s) for s in correct.steps], list(correct.values))
+    if c_change > CORRECTNESS_FLAT:
+        return None  # correctness improves with length: longer reasoning is paying off
+    reward = traj.series("reward")
+    lx, rx = _aligned(length, reward)
+    corr_lr = pearson(lx, rx)
+    lc, cc = _aligned(length, correct)
+    corr_lc = pearson(lc, cc)
+    shaped = correct_name is not None and bool(shaping_components(traj, ctx, correct_name))
+    if shaped and (corr_lr is None or corr_lr < LENGTH_REWARD_CORR):
+        return None  # length drifts but the total reward does not follow it: no length bias to remove
+    evidence: dict[str, Any] = {
+        "message": (f"mean completion length rose {rise / base:+.0%} ({fmt(base)} -> {fmt(base + rise)} tokens, "
+                    f"corr with step {trend:.2f}); correlation of length with reward {fmt(corr_lr, 2)}, with "
+                    f"correctness ({correct_name or 'reward'}) {fmt(corr_lc, 2)}; correctness changed "
+                    f"{c_change:+.3f}"),
+        "length_rise": rise / base, "length_step_corr": trend, "length_reward_corr": corr_lr,
+        "length_correctness_corr": corr_lc, "correctness": correct_name, "correctness_change": c_change,
+    }
+    sample_corr = _sample_length_correlation(ctx, correct_name)
+    if sample_corr is not None:
+        evidence["sample_length_reward_corr"], evidence["sample_length_correctness_corr"] = sample_corr
+    half = traj.steps[len(traj.steps) // 2]
+    return Finding("length_reward_correlation", WARNING, [s for s in length.steps if s >= half], evidence, "dr_grpo",
+                   "Switch to Dr.GRPO: a constant loss normaliser and no std scaling, so the reward tracks "
+                   "correctness, not completion length.",
+                   _variant_edit("dr_grpo", "length_reward_correlation"), variant_settings("dr_grpo"))
+
+
+def _sample_length_correlation(ctx: RunContext, correct_name: str | None) -> tuple[float | None, float | None] | None:
+    """Per-completion correlation of length (characters) with the total reward and with correctness."""
+    rows = [c for c in ctx.completions if c.rewards]
+    if len(rows) < 8:
+        return None
+    lengths = [float(len(c.completion)) for c in rows]
+    totals = [sum(ctx.reward_weights.get(k, 1.0) * v for k, v in c.rewards.items()) for c in rows]
+    corr_total = pearson(lengths, totals)
+    corr_correct = None
+    if correct_name is not None:
+        pairs = [(float(len(c.completion)), c.rewards[correct_name]) for c in rows if correct_name in c.rewards]
+        corr_correct = pearson([p[0] for p in pairs], [p[1] for p in pairs])
+    return corr_total, corr_correct
+
+
+def moe_instability(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """A mixture-of-experts model trained with per-token ratios (GSPO is required), or the MoE signature
+    (clip-ratio spikes) on a model of unknown architecture."""
+    if ctx.is_moe is False:
+        return None
+    on_gspo = ctx.variant == "gspo" or ctx.importance_sampling_level == "sequence"
+    clip = traj.series("clip_ratio/region_mean")
+    kl = traj.series("kl")
+    clip_spikes = [clip.steps[i] for i in spikes(clip.values, SPIKE_FACTOR, 0.01, CLIP_SPIKE_MIN)]
+    kl_spikes = [kl.steps[i] for i in spikes(kl.values, SPIKE_FACTOR, 1e-3, KL_SPIKE_MIN)]
+    spike_steps = sorted(set(clip_spikes + kl_spikes))
+    if on_gspo:
+        return None  # already on GSPO: remaining spikes are kl_blowup's business
+    evidence: dict[str, Any] = {"clip_ratio_spike_steps": clip_spikes, "kl_spike_steps": kl_spikes,
+                                "clip_ratio_max": max(clip.values) if clip else None,
+                                "kl_max": max(kl.values) if kl else None, "variant": ctx.variant}
+    edit = _variant_edit("gspo", "moe")
+    fix = ("Switch to GSPO (sequence-level importance ratios): per-token ratios are unstable under expert "
+           "routing, so GSPO is required for MoE models, not optional.")
+    if ctx.is_moe:
+        evidence["message"] = (f"the model is a mixture of experts ({ctx.moe_source}) trained with "
+                               f"variant {ctx.variant or 'grpo'} (per-token ratios)"
+                               + (f"; clip-ratio/KL spikes at steps {step_ranges(spike_steps, traj.steps)}"
+                                  if spike_steps else ""))
+        evidence["architecture_source"] = ctx.moe_source
+        return Finding("moe_instability", ERROR, spike_steps, evidence, "gspo", fix, edit, variant_settings("gspo"))
+    if len(clip_spikes) < 2:
+        return None
+    evidence["message"] = (f"clip ratio spiked at steps {step_ranges(clip_spikes, traj.steps)} (up to "
+                           f"{fmt(evidence['clip_ratio_max'])}), the signature of MoE routing instability; the "
+                           "architecture is unknown (set model.architecture in the brief, or pass --architecture)")
+    return Finding("moe_instability", WARNING, spike_steps, evidence, "gspo",
+                   "If the model is a mixture of experts, switch to GSPO (required for MoE). If it is dense, "
+                   "treat the spikes as kl_blowup: lower the learning rate.", edit, variant_settings("gspo"))
+
+
+def _zero_std_series(traj: Trajectory) -> Series:
+    fzs = traj.series("frac_reward_zero_std")
+    if fzs:
+        return fzs
+    std = traj.series("reward_std")  # older logs: a zero reward std means every group tied
+    return Series("reward_std==0", std.steps, tuple(1.0 if v <= ZERO_EPS else 0.0 for v in std.values))
+
+
+def _no_signal(traj: Trajectory, ctx: RunContext, want: str) -> Finding | None:
+    fzs = _zero_std_series(traj)
+    if not fzs:
+        return None
+    dead = [s for s, v in zip(fzs.steps, fzs.values, strict=True) if v >= NO_SIGNAL_FRAC]
+    share = len(dead) / len(fzs)
+    k = window_size(len(fzs))
+    late = median(fzs.values[-k:])
+    if share < NO_SIGNAL_SHARE and not (len(fzs) >= MIN_TREND_POINTS and late >= NO_SIGNAL_FRAC):
+        return None
+    correct_name, correct = correctness_series(traj, ctx)
+    level_series = correct if correct else traj.series("reward")
+    dead_set = set(dead)
+    levels = [v for s, v in zip(level_series.steps, level_series.values, strict=True) if s in dead_set]
+    if not levels:
+        return None
+    level = sum(levels) / len(levels)
+    top = 1.0 if correct_name is not None else max(1.0, sum(ctx.reward_weights.values()) or 1.0)
+    kind = "no_signal_all_fail" if level < 0.5 * top else "no_signal_all_pass"
+    if kind != want:
+        return None
+    what = f"{correct_name} mean" if correct_name else "reward mean"
+    message = (f"{share:.0%} of logged steps had >= {NO_SIGNAL_FRAC:.0%} of their groups with zero reward std "
+               f"(late median {late:.2f}); {what} on those steps {fmt(level)}: every completion of a prompt "
+               + ("fails" if kind == "no_signal_all_fail" else "passes") + ", so every advantage is zero")
+    evidence = {"message": message, "steps_without_signal_share": share, "frac_reward_zero_std_late": late,
+                "level": level, "level_of": correct_name or "reward"}
+    if kind == "no_signal_all_fail":
+        return Finding(kind, ERROR, dead, evidence, None,
+                       "Base success is zero on these prompts: RL cannot sharpen what the model never does. "
+                       "Fine-tune on demonstrations first (SFT, skill lora-qlora-recipes) or use easier prompts, "
+                       "then rerun `finetune baseline` until pass@k is nonzero.")
+    return Finding(kind, WARNING, dead, evidence, None,
+                   "The prompts are too easy: every completion passes. Drop prompts the base model solves k/k in "
+                   "the baseline, add harder ones, and rerun `finetune baseline`.")
+
+
+def no_signal_all_fail(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Most groups tie at failure: zero advantage everywhere (base success is zero -> SFT first)."""
+    return _no_signal(traj, ctx, "no_signal_all_fail")
+
+
+def no_signal_all_pass(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Most groups tie at success: zero advantage everywhere (prompts too easy)."""
+    return _no_signal(traj, ctx, "no_signal_all_pass")
+
+
+def truncation(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Completions are cut at max_completion_length: rewards score fragments, and the length cap, not the
+    model, decides when an answer ends."""
+    clipped = traj.series("completions/clipped_ratio")
+    if not clipped:
+        return None
+    k = window_size(len(clipped))
+    late = median(clipped.values[-k:])
+    if late < TRUNCATION_RATIO:
+        return None
+    term = traj.series("completions/mean_terminated_length")
+    late_term = median(term.values[-k:]) if term else None
+    never = bool(term) and all(v == 0 for v in term.values[-k:])
+    steps = [s for s, v in zip(clipped.steps, clipped.values, strict=True) if v >= TRUNCATION_RATIO]
+    current = ctx.max_completion_length
+    if current is None:
+        longest = traj.series("completions/max_length")
+        current = int(max(longest.values)) if longest else None
+    suggested = max(64, 2 * current) if current else None
+    message = (f"median clipped ratio over the last {k} logs is {late:.0%}"
+               + (f" (at max_completion_length {current})" if current else "")
+               + ("; no completion terminated (mean_terminated_length 0)" if never
+                  else f"; mean terminated length {fmt(late_term)}" if late_term is not None else ""))
+    evidence = {"message": message, "clipped_ratio_late": late, "mean_terminated_length_late": late_term,
+                "max_completion_length": current}
+    severity = ERROR if late >= TRUNCATION_ERROR_RATIO or never else WARNING
+    fix = ((f"Raise max_completion_length to {suggested}" if suggested else "Raise max_completion_length")
+           + " (check memory with `finetune memory --brief BRIEF`). If the model rambles rather than needing the "
+           "room, add a length_penalty reward instead.")
+    edit = f"grpo:\n  max_completion_length: {suggested}\n" if suggested else None
+    return Finding("truncation", severity, steps, evidence, None, fix, edit)
+
+
+def reward_hacking(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """The training reward rises for a reason other than correctness: a shaping reward saturates, one
+    shaping component carries the rise, or a held-out stricter verifier does not follow."""
+    correct_name, correct = correctness_series(traj, ctx)
+    signatures: list[str] = []
+    evidence: dict[str, Any] = {"correctness": correct_name}
+    steps: set[int] = set()
+    c_change = (fitted_change([float(s) for s in correct.steps], list(correct.values))
+                if len(correct) >= MIN_TREND_POINTS else None)
+    flat = c_change is not None and c_change <= CORRECTNESS_FLAT
+    if c_change is not None:
+        evidence["correctness_change"] = c_change
+    culprit: str | None = None
+    if correct_name is not None and flat:
+        reward = traj.series("reward")
+        r_change = fitted_change([float(s) for s in reward.steps], list(reward.values)) if reward else 0.0
+        for name in shaping_components(traj, ctx, correct_name):
+            comp = traj.component(name)
+            if len(comp) < MIN_TREND_POINTS:
+                continue
+            early, late, k = _early_late(comp)
+            rise = fitted_change([float(s) for s in comp.steps], list(comp.values))
+            top = max(comp.values)
+            if top > 0 and late >= SATURATED * top and late - early >= HACK_RISE_MIN and rise >= HACK_RISE_MIN:
+                signatures.append(f"{name} saturated ({fmt(early)} -> {fmt(late)}) while {correct_name} stayed "
+                                  f"flat ({c_change:+.3f})")
+                evidence[f"{name}_early"], evidence[f"{name}_late"] = early, late
+                steps.update(s for s, v in zip(comp.steps, comp.values, strict=True) if v >= SATURATED * top)
+                culprit = culprit or name
+            weight = ctx.reward_weights.get(name, 1.0)
+            if r_change >= REWARD_RISE_MIN and weight * rise >= DOMINANT_SHARE * r_change:
+                signatures.append(f"{name} carries {weight * rise / r_change:.0%} of the reward's rise "
+                                  f"({r_change:+.3f})")
+                evidence[f"{name}_share_of_rise"] = weight * rise / r_change
+                steps.update(s for s, v in zip(comp.steps, comp.values, strict=True) if v > (early + late) / 2)
+                culprit = culprit or name
+        if ctx.completions and culprit is not None:
+            scored = [c for c in ctx.completions if culprit in c.rewards and correct_name in c.rewards]
+            if scored:
+                evidence["samples_shaping_pass_correct_fail"] = sum(
+                    1 for c in scored if c.rewards[culprit] > 0 and c.rewards[correct_name] <= 0) / len(scored)
+    divergence = _eval_divergence(traj, ctx)
+    if divergence is not None:
+        signatures.append(divergence[0])
+        evidence.update(divergence[1])
+        steps.update(divergence[2])
+    if not signatures:
+        return None
+    evidence["message"] = "; ".join(signatures)
+    evidence["signatures"] = signatures
+    severity = ERROR if divergence is not None else WARNING
+    fix = ("Fix the reward before tuning anything: the model is optimising "
+           + (f"{culprit}" if culprit else "the training reward") + " instead of correctness. Make shaping "
+           "rewards conditional on a correct answer or cut their weight, re-inspect the rewards (`finetune "
+           "inspect`, `finetune review`) and rerun from the base model.")
+    edit = None
+    if culprit is not None:
+        weight = ctx.reward_weights.get(culprit, 1.0)
+        edit = f"rewards:\n  - fn: {culprit}\n    weight: {weight * 0.1:g}   # was {weight:g}\n"
+    return Finding("reward_hacking", severity, sorted(steps), evidence, None, fix, edit)
+
+
+def _eval_divergence(traj: Trajectory, ctx: RunContext) -> tuple[str, dict[str, Any], list[int]] | None:
+    """Training reward up, held-out stricter verifier flat: (signature, numbers, steps) or None."""
+    if ctx.eval_steps:
+        eval_steps, eval_scores, source = ctx.eval_steps, ctx.eval_scores, ctx.eval_source
+    else:
+        ev = traj.eval_series("reward")
+        eval_steps, eval_scores, source = list(ev.steps), list(ev.values), "TRL eval_reward"
+    if len(eval_steps) < 3:
+        return None
+    train = traj.series("reward")
+    if len(train) < MIN_TREND_POINTS:
+        return None
+    # the training reward near each evaluation step (median of the logs up to it since the previous eval)
+    train_at = []
+    for i, step in enumerate(eval_steps):
+        lo = eval_steps[i - 1] if i else -math.inf
+        near = [v for s, v in zip(train.steps, train.values, strict=True) if lo < s <= step]
+        if not near:
+            near = [min(zip(train.steps, train.values, strict=True), key=lambda sv: abs(sv[0] - step))[1]]
+        train_at.append(median(near))
+    xs = [float(s) for s in eval_steps]
+    t_change = fitted_change(xs, train_at)
+    e_change = fitted_change(xs, eval_scores)
+    gap_change = t_change - e_change
+    if t_change < REWARD_RISE_MIN or e_change > EVAL_TRACK_SHARE * t_change or gap_change < EVAL_GAP_MIN:
+        return None
+    numbers = {"eval_source": source, "train_reward_change": t_change, "eval_score_change": e_change,
+               "eval_steps": eval_steps, "eval_scores": eval_scores}
+    return (f"training reward rose {t_change:+.3f} while the held-out stricter verifier moved {e_change:+.3f} "
+            f"({source})", numbers, list(eval_steps))
+
+
+def kl_blowup(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """The policy runs away from the reference or the gradients explode: non-finite values, a KL that
+    climbs and stays high, or repeated KL/grad-norm spikes."""
+    nonfinite = sorted({s for key in ("loss", "kl", "grad_norm", "reward") for s in traj.series(key).nonfinite_steps})
+    kl, grad = traj.series("kl"), traj.series("grad_norm")
+    kl_spikes = [kl.steps[i] for i in spikes(kl.values, SPIKE_FACTOR, 1e-3, KL_SPIKE_MIN)]
+    grad_spikes = [grad.steps[i] for i in spikes(grad.values, SPIKE_FACTOR, GRAD_SPIKE_FLOOR, 0.0)]
+    late_kl = _early_late(kl)[1] if len(kl) >= MIN_TREND_POINTS else None
+    parts: list[str] = []
+    severity = WARNING
+    if nonfinite:
+        parts.append(f"non-finite loss/KL/grad norm at steps {step_ranges(nonfinite, traj.steps)}")
+        severity = ERROR
+    if late_kl is not None and late_kl >= KL_BLOWUP_LEVEL:
+        parts.append(f"KL climbed to a late median of {fmt(late_kl)} nats/token")
+        if late_kl >= KL_BLOWUP_ERROR:
+            severity = ERROR
+    spike_steps = sorted(set(kl_spikes + grad_spikes))
+    if len(spike_steps) >= SPIKE_MIN_COUNT:
+        kinds = [f"{what} spikes at steps {step_ranges(at, traj.steps)}"
+                 for what, at in (("KL", kl_spikes), ("grad-norm", grad_spikes)) if at]
+        parts.append(", ".join(kinds) + f" (>= {SPIKE_FACTOR:g}x the running median)")
+    if not parts:
+        return None
+    steps = sorted(set(nonfinite) | (set(spike_steps) if len(spike_steps) >= SPIKE_MIN_COUNT else set())
+                   | ({s for s, v in zip(kl.steps, kl.values, strict=True) if v >= KL_BLOWUP_LEVEL}
+                      if late_kl is not None and late_kl >= KL_BLOWUP_LEVEL else set()))
+    evidence = {"message": "; ".join(parts), "nonfinite_steps": nonfinite, "kl_spike_steps": kl_spikes,
+                "grad_norm_spike_steps": grad_spikes, "kl_late": late_kl,
+                "kl_max": max(kl.values) if kl else None, "grad_norm_max": max(grad.values) if grad else None}
+    lr = ctx.learning_rate
+    edit = f"grpo:\n  learning_rate: {lr / 2:g}\n" if lr else None
+    return Finding("kl_blowup", severity, steps, evidence, None,
+                   "Lower the learning rate (halve it) and keep gradient clipping on (max_grad_norm 1.0); if KL "
+                   "still climbs, raise beta. Resume from the last checkpoint before the first spike.", edit)
+
+
+def zero_loss(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Loss and gradient are exactly zero: every advantage is zero and the optimiser does nothing."""
+    loss, grad = traj.series("loss"), traj.series("grad_norm")
+    if not loss:
+        return None
+    grad_at = dict(zip(grad.steps, grad.values, strict=True))
+    tie = _zero_std_series(traj)
+    fzs = dict(zip(tie.steps, tie.values, strict=True))
+    zero = [s for s, v in zip(loss.steps, loss.values, strict=True)
+            if abs(v) <= ZERO_EPS and (grad_at.get(s, 0.0) <= ZERO_EPS if grad else fzs.get(s, 0.0) >= 0.999)]
+    if len(zero) / len(loss) < ZERO_LOSS_SHARE:
+        return None
+    tied = [fzs[s] for s in zero if s in fzs]
+    mean_tied = sum(tied) / len(tied) if tied else None
+    cause = (f"; frac_reward_zero_std {fmt(mean_tied)} on those steps (every group's rewards tie)"
+             if mean_tied is not None else "")
+    evidence = {"message": f"loss {'and grad norm ' if grad else ''}exactly 0 on {len(zero)} of {len(loss)} logged "
+                           f"steps ({step_ranges(zero, traj.steps)}){cause}",
+                "zero_steps_share": len(zero) / len(loss), "frac_reward_zero_std_mean": mean_tied}
+    return Finding("zero_loss", ERROR, zero, evidence, None,
+                   "Nothing is being learned: the advantages are zero. Check that the rewards vary within a group "
+                   "(`finetune score` on sampled completions; rewards returning None for every completion also do "
+                   "this), then see no_signal_all_fail / no_signal_all_pass.")
+
+
+Rule = Callable[[Trajectory, RunContext], "Finding | None"]
+
+# Registered in report order; each returns at most one finding with its own id.
+# Root causes first: a model that never terminates or cannot train stable makes the other symptoms moot.
+RULES: list[Rule] = [
+    moe_instability,
+    truncation,
+    no_signal_all_fail,
+    no_signal_all_pass,
+    zero_loss,
+    entropy_collapse,
+    length_reward_correlation,
+    reward_hacking,
+    kl_blowup,
+]
+
+FINDING_IDS = ("entropy_collapse", "length_reward_correlation", "moe_instability", "no_signal_all_fail",
+               "no_signal_all_pass", "truncation", "reward_hacking", "kl_blowup", "zero_loss")
+
+
+def diagnose(traj: Trajectory, ctx: RunContext | None = None) -> list[Finding]:
+    """Every finding, errors first, then in rule order."""
+    ctx = ctx or RunContext()
+    found = [f for rule in RULES if (f := rule(traj, ctx)) is not None]
+    return sorted(found, key=lambda f: 0 if f.severity == ERROR else 1)

@@ -1,0 +1,178 @@
+"""Each diagnose rule on a synthetic trajectory that shows its symptom and on one that does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_finetuning.diagnose import FINDING_IDS, RULES, Finding, RunContext, diagnose, load_trajectory
+from llm_finetuning.diagnose import rules as R
+from llm_finetuning.diagnose.stats import fitted_change, pearson, spikes, step_ranges
+
+from . import synth
+
+
+def run_rules(tmp_path: Path, rows: list[dict[str, Any]], ctx: RunContext | None = None) -> dict[str, Finding]:
+    traj = load_trajectory(synth.write_run(tmp_path / "run", rows))
+    return {f.id: f for f in diagnose(traj, ctx or RunContext())}
+
+
+def test_healthy_trajectory_has_no_finding(tmp_path: Path) -> None:
+    assert run_rules(tmp_path, synth.healthy()) == {}
+
+
+def test_every_rule_has_a_documented_id() -> None:
+    assert {r.__name__ for r in RULES} == set(FINDING_IDS)
+    assert all(r.__doc__ for r in RULES)
+
+
+def test_entropy_collapse_names_dapo_with_its_settings(tmp_path: Path) -> None:
+    found = run_rules(tmp_path, synth.entropy_collapse())
+    f = found["entropy_collapse"]
+    assert (f.severity, f.variant) == ("error", "dapo")
+    assert f.evidence["entropy_late"] < R.ENTROPY_COLLAPSE_RATIO * f.evidence["entropy_early"]
+    assert f.brief_edit == "grpo:\n  variant: dapo\n  symptom: entropy_collapse\n"
+    assert f.settings["loss_type"] == "dapo" and f.settings["epsilon_high"] == 0.28 and f.settings["beta"] == 0.0
+    assert f.steps[-1] == 40 and 1 not in f.steps
+
+
+def test_length_bias_with_a_length_paying_reward_names_dr_grpo(tmp_path: Path) -> None:
+    f = run_rules(tmp_path, synth.length_bias())["length_reward_correlation"]
+    assert f.variant == "dr_grpo" and "symptom: length_reward_correlation" in (f.brief_edit or "")
+    assert f.evidence["length_reward_corr"] > 0.9
+    assert abs(f.evidence["correctness_change"]) < R.CORRECTNESS_FLAT
+    assert f.settings["loss_type"] == "dr_grpo" and f.settings["scale_rewards"] == "none"
+
+
+def test_length_rising_with_a_flat_single_correctness_reward_is_length_bias(tmp_path: Path) -> None:
+    rows = synth.vary(synth.healthy(), completions__mean_length=lambda t, r: 120 + 200 * t,
+                      rewards__exact_match__mean=lambda t, r: 0.3, reward=lambda t, r: 0.3)
+    assert "length_reward_correlation" in run_rules(tmp_path, rows)
+
+
+def test_length_that_pays_off_in_correctness_is_not_a_finding(tmp_path: Path) -> None:
+    assert run_rules(tmp_path, synth.length_pays_off()) == {}
+
+
+def test_moe_without_gspo_is_an_error_and_gspo_is_required(tmp_path: Path) -> None:
+    ctx = RunContext(is_moe=True, moe_source="brief model.architecture: moe", variant="grpo")
+    f = run_rules(tmp_path, synth.healthy(), ctx)["moe_instability"]
+    assert (f.severity, f.variant) == ("error", "gspo")
+    assert f.brief_edit == "grpo:\n  variant: gspo\n  symptom: moe\n"
+    assert f.settings["importance_sampling_level"] == "sequence"
+
+
+def test_moe_on_gspo_or_dense_model_is_not_a_moe_finding(tmp_path: Path) -> None:
+    assert "moe_instability" not in run_rules(tmp_path, synth.clip_spikes(), RunContext(is_moe=True, variant="gspo"))
+    assert "moe_instability" not in run_rules(tmp_path, synth.clip_spikes(), RunContext(is_moe=False))
+
+
+def test_clip_ratio_spikes_on_unknown_architecture_warn_of_moe(tmp_path: Path) -> None:
+    f = run_rules(tmp_path, synth.clip_spikes())["moe_instability"]
+    assert f.severity == "warning" and f.steps == [13, 26, 34]
+    assert run_rules(tmp_path, synth.healthy()).get("moe_instability") is None
+
+
+def test_all_fail_means_sft_first(tmp_path: Path) -> None:
+    found = run_rules(tmp_path, synth.all_fail())
+    f = found["no_signal_all_fail"]
+    assert f.severity == "error" and f.variant is None and "SFT" in f.fix
+    assert "no_signal_all_pass" not in found
+
+
+def test_all_pass_means_prompts_too_easy(tmp_path: Path) -> None:
+    found = run_rules(tmp_path, synth.all_pass())
+    assert "too easy" in found["no_signal_all_pass"].fix
+    assert "no_signal_all_fail" not in found
+
+
+def test_truncation_with_nothing_terminating_is_an_error(tmp_path: Path) -> None:
+    ctx = RunContext(max_completion_length=256)
+    f = run_rules(tmp_path, synth.truncated(1.0), ctx)["truncation"]
+    assert f.severity == "error" and f.brief_edit == "grpo:\n  max_completion_length: 512\n"
+    assert f.evidence["mean_terminated_length_late"] == 0
+
+
+def test_partial_truncation_is_a_warning_and_rare_truncation_nothing(tmp_path: Path) -> None:
+    assert run_rules(tmp_path, synth.truncated(0.4))["truncation"].severity == "warning"
+    assert "truncation" not in run_rules(tmp_path, synth.truncated(0.1))
+
+
+def test_format_reward_saturating_while_correctness_flat_is_reward_hacking(tmp_path: Path) -> None:
+    f = run_rules(tmp_path, synth.format_hack(), RunContext(reward_weights={"format": 1.0, "exact_match": 1.0}))[
+        "reward_hacking"]
+    assert f.variant is None and f.evidence["correctness"] == "exact_match"
+    assert any("format saturated" in s for s in f.evidence["signatures"])
+    assert f.brief_edit is not None and "fn: format" in f.brief_edit
+
+
+def test_format_reward_saturating_with_correctness_rising_is_fine(tmp_path: Path) -> None:
+    assert "reward_hacking" not in run_rules(tmp_path, synth.format_and_correct())
+
+
+def test_held_out_stricter_verifier_diverging_is_reward_hacking(tmp_path: Path) -> None:
+    ctx = RunContext(eval_steps=[10, 20, 30, 40], eval_scores=[0.2, 0.21, 0.19, 0.2], eval_source="eval.jsonl")
+    f = run_rules(tmp_path, synth.healthy(), ctx)["reward_hacking"]
+    assert f.severity == "error" and f.evidence["eval_score_change"] < 0.05
+    tracking = RunContext(eval_steps=[10, 20, 30, 40], eval_scores=[0.25, 0.35, 0.45, 0.55])
+    assert "reward_hacking" not in run_rules(tmp_path, synth.healthy(), tracking)
+
+
+def test_trl_eval_reward_in_the_logs_counts_as_the_held_out_score(tmp_path: Path) -> None:
+    rows = synth.healthy()
+    evals = [{"step": s, "eval_reward": 0.2, "eval_loss": 0.0} for s in (10, 20, 30, 40)]
+    f = run_rules(tmp_path, sorted(rows + evals, key=lambda r: r["step"]))["reward_hacking"]
+    assert f.evidence["eval_source"] == "TRL eval_reward" and f.steps == [10, 20, 30, 40]
+
+
+def test_kl_climbing_is_a_blowup_with_a_lower_learning_rate(tmp_path: Path) -> None:
+    f = run_rules(tmp_path, synth.kl_climb(), RunContext(learning_rate=1e-5))["kl_blowup"]
+    assert f.severity == "error" and f.brief_edit == "grpo:\n  learning_rate: 5e-06\n"
+
+
+def test_repeated_grad_norm_spikes_and_nan_loss_are_findings(tmp_path: Path) -> None:
+    assert run_rules(tmp_path, synth.grad_spikes())["kl_blowup"].steps == [11, 21, 31]
+    nan = run_rules(tmp_path, synth.nan_loss())["kl_blowup"]
+    assert nan.severity == "error" and nan.evidence["nonfinite_steps"][0] == 33
+
+
+def test_one_transient_spike_is_not_a_blowup(tmp_path: Path) -> None:
+    assert run_rules(tmp_path, synth.one_spike()) == {}
+
+
+def test_zero_loss_with_zero_gradient(tmp_path: Path) -> None:
+    f = run_rules(tmp_path, synth.zero_loss())["zero_loss"]
+    assert f.severity == "error" and len(f.steps) == 40
+
+
+def test_grpo_loss_near_zero_with_a_gradient_is_normal(tmp_path: Path) -> None:
+    assert "zero_loss" not in run_rules(tmp_path, synth.grpo_zero_loss_is_normal())
+
+
+def test_short_trajectories_do_not_make_trend_findings(tmp_path: Path) -> None:
+    rows = synth.entropy_collapse()[::10]  # 4 points
+    assert "entropy_collapse" not in run_rules(tmp_path, rows)
+
+
+def test_errors_come_before_warnings(tmp_path: Path) -> None:
+    rows = synth.vary(synth.entropy_collapse(), completions__clipped_ratio=lambda t, r: 0.5)
+    ids = [f.id for f in diagnose(load_trajectory(synth.write_run(tmp_path / "r", rows)))]
+    assert ids == ["entropy_collapse", "truncation"]
+
+
+@pytest.mark.parametrize(("steps", "logged", "text"), [
+    ([1, 2, 3, 7, 9, 10], None, "1-3, 7, 9-10"),
+    ([10, 20, 30, 50], [10, 20, 30, 40, 50], "10-30, 50"),
+    ([], None, "-"),
+])
+def test_step_ranges(steps: list[int], logged: list[int] | None, text: str) -> None:
+    assert step_ranges(steps, logged) == text
+
+
+def test_stats_helpers() -> None:
+    assert pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+    assert pearson([1, 2, 3], [5, 5, 5]) is None
+    assert fitted_change([0, 1, 2, 3], [0, 1, 2, 3]) == pytest.approx(3.0)
+    assert spikes([1, 1, 1, 1, 20, 1, 1], factor=10, floor=0.1, minimum=0) == [4]
