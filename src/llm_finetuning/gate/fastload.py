@@ -19,7 +19,7 @@ from typing import Any
 import llm_finetuning
 from llm_finetuning.brief import Brief, apply_defaults, sha256_bytes
 from llm_finetuning.brief.load import load_yaml_file
-from llm_finetuning.gate.trl_fields import cache_dir
+from llm_finetuning.records._io import cache_dir
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
 CODE_FILES = ("brief/__init__.py", "brief/check.py", "brief/load.py", "brief/brief.schema.json",

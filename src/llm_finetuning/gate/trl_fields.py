@@ -15,10 +15,9 @@ import contextlib
 import hashlib
 import importlib.util
 import json
-import os
 from pathlib import Path
 
-from llm_finetuning.records._io import atomic_write_json
+from llm_finetuning.records._io import atomic_write_json, cache_dir
 
 # Names re-exported by a package's lazy __init__: where their class is defined.
 KNOWN_LOCATIONS = {("transformers", "TrainingArguments"): "training_args.py"}
@@ -26,11 +25,6 @@ KNOWN_LOCATIONS = {("transformers", "TrainingArguments"): "training_args.py"}
 
 class FieldsUnavailable(Exception):
     """TRL (or a file it builds on) is not installed or cannot be parsed."""
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("LLM_FINETUNING_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "llm-finetuning"
 
 
 def package_dir(name: str) -> Path:

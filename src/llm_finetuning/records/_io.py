@@ -18,6 +18,21 @@ from llm_finetuning.errors import UnusableInput
 MAX_RECORD_BYTES = 64 << 20
 
 
+def cache_dir() -> Path:
+    """Where llm-finetuning keeps caches: $LLM_FINETUNING_CACHE, else ~/.cache/llm-finetuning."""
+    root = os.environ.get("LLM_FINETUNING_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "llm-finetuning"
+
+
+def stat_key(path: Path) -> list[Any]:
+    """[path, size, mtime_ns] of a file or folder (size -1 when absent): a cache key part."""
+    try:
+        st = path.stat()
+    except OSError:
+        return [str(path), -1, 0]
+    return [str(path), st.st_size, st.st_mtime_ns]
+
+
 def canonical_json(obj: Any) -> bytes:
     """The bytes hashed for bindings and seals: sorted keys, no whitespace, UTF-8."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")

@@ -8,13 +8,21 @@ files, imports no reward code and no ML library.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 from pathlib import Path
 from typing import Any
 
 import llm_finetuning
-from llm_finetuning.records._io import sha256_bytes, sha256_file, sha256_json
+from llm_finetuning.records._io import (
+    atomic_write_json,
+    cache_dir,
+    sha256_bytes,
+    sha256_file,
+    sha256_json,
+    stat_key,
+)
 from llm_finetuning.rewards import registry
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
@@ -48,6 +56,37 @@ def _builtin_module_file(fn: str) -> Path | None:
 
 
 def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
+    """`_reward_source_files`, remembered on disk while none of the files found (nor their folders, nor
+    the brief's folder) changed size or mtime: finding them parses every module of the closure."""
+    import json
+
+    folder = Path(brief_folder).resolve()
+    cache = cache_dir() / "reward-sources.json"
+    key = f"{fn}\0{folder}"
+    try:
+        entries = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        entries = {}
+    if not isinstance(entries, dict):
+        entries = {}
+    hit = entries.get(key)
+    if isinstance(hit, dict) and isinstance(hit.get("files"), list):
+        files = [Path(f) for f in hit["files"]]
+        if hit.get("stats") == _source_stats(files, folder):
+            return files
+    files = _reward_source_files(fn, folder)
+    entries[key] = {"files": [str(f) for f in files], "stats": _source_stats(files, folder)}
+    with contextlib.suppress(OSError, ValueError):
+        atomic_write_json(cache, entries)
+    return files
+
+
+def _source_stats(files: list[Path], folder: Path) -> list[Any]:
+    dirs = sorted({str(f.parent) for f in files} | {str(folder)})
+    return [stat_key(f) for f in files] + [stat_key(Path(d)) for d in dirs]
+
+
+def _reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
     """Source files whose bytes bind a record to the code of reward `fn`.
 
     Uses `llm_finetuning.rewards.reward_source_files` (the rewards area's own answer, which also lists
