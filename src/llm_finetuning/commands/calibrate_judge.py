@@ -1,13 +1,93 @@
-"""`finetune calibrate-judge`: not yet available (see the CLI table in README.md)."""
+"""`finetune calibrate-judge BRIEF --labels FILE.jsonl`: measure a judge reward against human labels.
+
+Scores every labelled item (`{"prompt", "completion", "label"}`, at least 50) with the brief's judge
+reward, prints the agreement figures and writes them to the judge calibration record
+(`records.judge_calibration`). Exit 0 when the agreement meets the judge's `args.min_agreement`, 1 when
+it does not, 2 for unusable input (no judge, too few or malformed labels, a judge that scored nothing).
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
 import click
 
-from llm_finetuning.commands._common import not_yet
+from llm_finetuning.commands._common import fail_unusable, load_checked_brief
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
 
 
-@click.command("calibrate-judge", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def command() -> None:
-    """Not yet available in this version."""
-    not_yet("calibrate-judge")
+def _pick(judges: list[tuple[str, int, dict[str, Any]]], wanted: str | None) -> tuple[str, int, dict[str, Any]]:
+    names = ", ".join(n for n, _, _ in judges)
+    if not judges:
+        raise UnusableInput("the brief has no judge reward", "add a `fn: judge` entry to rewards, or use a verifier",
+                            "rewards")
+    if wanted is not None:
+        for judge in judges:
+            if judge[0] == wanted:
+                return judge
+        raise UnusableInput(f"--reward {wanted!r} is not a judge reward of the brief", f"use one of: {names}")
+    if len(judges) > 1:
+        raise UnusableInput(f"the brief has {len(judges)} judge rewards ({names})", "choose one with --reward NAME")
+    return judges[0]
+
+
+def _report(entry: dict[str, Any], record_path: Path) -> str:
+    f = entry["figures"]
+
+    def num(key: str) -> str:
+        value = f.get(key)
+        return "n/a" if value is None else f"{value:.3f}"
+
+    verdict = "meets" if entry["meets_threshold"] else "does NOT meet"
+    lines = [
+        f"judge {entry['reward']}: {f['n_items']} labelled items, {f['n_scored']} scored, {f['n_failed']} without a score",
+        f"  agreement (same side of 0.5; an unscored item counts as a disagreement): {num('agreement')}",
+        f"  Cohen's kappa: {num('cohen_kappa')}   mean absolute error: {num('mean_abs_error')}",
+        f"  pass rate: labels {num('label_pass_rate')}, judge {num('judge_pass_rate')}",
+        f"  {verdict} args.min_agreement {entry['min_agreement']:.2f}",
+        f"record: {record_path}",
+    ]
+    if entry.get("failures"):
+        lines.insert(1, "  judge failures: " + ", ".join(f"{k[len('failed_'):]} x{v}" for k, v in entry["failures"].items()))
+    return "\n".join(lines)
+
+
+@click.command("calibrate-judge")
+@click.argument("brief", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--labels", required=True, type=click.Path(path_type=Path),
+              help="JSONL of human-labelled items: prompt, completion, label (0..1 or true/false).")
+@click.option("--reward", "reward_name", default=None, help="Which judge reward (when the brief has several).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -> None:
+    """Score human-labelled items with the brief's judge and write the judge calibration record."""
+    from llm_finetuning.rewards import build_reward
+    from llm_finetuning.rewards.judge_calibration import calibrate, judge_specs, load_labels, write_record
+
+    loaded = load_checked_brief(str(brief), as_json)
+    try:
+        name, index, spec = _pick(judge_specs(loaded), reward_name)
+        items = load_labels(labels)
+    except UnusableInput as exc:
+        fail_unusable(exc, as_json)
+    occurrence = int(name.rpartition("#")[2]) if "#" in name else 1
+    try:
+        judge = build_reward(spec, loaded.folder, occurrence)
+    except ValueError as exc:
+        fail_unusable(UnusableInput(f"rewards[{index}]: the judge cannot be built: {exc}", "fix its args"), as_json)
+    entry = calibrate(judge, spec, name, items, labels)
+    if entry["figures"]["n_scored"] == 0:
+        failures = ", ".join(f"{k[len('failed_'):]} x{v}" for k, v in entry["failures"].items()) or "unknown"
+        fail_unusable(UnusableInput(f"rewards[{index}]: the judge scored none of the {len(items)} items ({failures})",
+                                    f"check that {spec['args']['endpoint']} serves {spec['args']['model']}"), as_json)
+    record_path = loaded.resolve(loaded.data["records"]["judge_calibration"])
+    write_record(record_path, entry)
+    if as_json:
+        click.echo(json.dumps({"record": str(record_path), "reward": name, "figures": entry["figures"],
+                               "min_agreement": entry["min_agreement"], "meets_threshold": entry["meets_threshold"],
+                               "failures": entry["failures"]}))
+    else:
+        click.echo(_report(entry, record_path))
+    sys.exit(EXIT_OK if entry["meets_threshold"] else EXIT_REJECTED)

@@ -1,13 +1,117 @@
-"""`finetune score`: not yet available (see the CLI table in README.md)."""
+"""`finetune score BRIEF --completions FILE.jsonl [--json]`: run the brief's rewards over given rows.
+
+Each line of FILE is one JSON object with `prompt`, `completion` and the dataset's columns. Output per
+row: every reward's value (null where the reward does not apply) and the weighted total of the values
+that exist. Exit 0, or 2 for unusable input (a bad row is named by its line number).
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
 import click
 
-from llm_finetuning.commands._common import not_yet
+from llm_finetuning.commands._common import fail_unusable, load_checked_brief
+from llm_finetuning.errors import EXIT_OK, UnusableInput
+
+PROGRESS_MIN_ROWS = 100
 
 
-@click.command("score", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def command() -> None:
-    """Not yet available in this version."""
-    not_yet("score")
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a JSONL file; UnusableInput naming the line of the first bad row."""
+    from llm_finetuning.rewards.build import validate_row
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UnusableInput(f"{path} does not exist", "give a JSONL file of {prompt, completion, ...} rows") from None
+    except IsADirectoryError:
+        raise UnusableInput(f"{path} is a directory", "give a JSONL file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnusableInput(f"{path} cannot be read: {exc}", "save the rows as UTF-8 JSON Lines") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise UnusableInput(f"{path}, line {number}: not JSON ({exc.args[0][:80]})",
+                                "write one JSON object per line") from None
+        try:
+            validate_row(row, f"{path}, line {number}")
+        except ValueError as exc:
+            raise UnusableInput(str(exc), "each line needs a prompt and a completion (string or chat messages)") from None
+        rows.append(row)
+    if not rows:
+        raise UnusableInput(f"{path} holds no rows", "write one JSON object per line")
+    return rows
+
+
+def _fmt(value: float | None) -> str:
+    return "null" if value is None else f"{value:.4g}"
+
+
+def render_table(scored: list[dict[str, Any]]) -> str:
+    """Rows as an aligned text table, then the mean of each reward over the rows where it applies."""
+    names = list(scored[0]["rewards"]) if scored else []
+    header = ["index", *names, "total"]
+    body = [[str(r["index"]), *[_fmt(r["rewards"][n]) for n in names], _fmt(r["total"])] for r in scored]
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in [header, *body]]
+    lines.append("")
+    for name in [*names, "total"]:
+        values = [r["total"] if name == "total" else r["rewards"][name] for r in scored]
+        present = [v for v in values if v is not None]
+        mean = f"{sum(present) / len(present):.4g}" if present else "n/a"
+        lines.append(f"mean {name}: {mean} over {len(present)} of {len(values)} rows")
+    return "\n".join(lines)
+
+
+@click.command("score")
+@click.argument("brief", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--completions", "completions", required=True, type=click.Path(path_type=Path),
+              help="JSONL rows: prompt, completion and the dataset's columns.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def command(brief: Path, completions: Path, as_json: bool) -> None:
+    """Run the brief's reward functions on given rows and print every reward and the weighted total."""
+    loaded = load_checked_brief(str(brief), as_json)
+    try:
+        rows = read_rows(completions)
+    except UnusableInput as exc:
+        fail_unusable(exc, as_json)
+
+    from llm_finetuning.rewards.build import build_reward_funcs, load_brief_tokenizer, score_rows
+
+    try:
+        funcs = build_reward_funcs(loaded, load_brief_tokenizer(loaded))
+    except (ValueError, TypeError, ImportError, AttributeError) as exc:
+        fail_unusable(UnusableInput(f"a reward cannot be built: {exc}", "fix the reward's args in the brief",
+                                    str(brief)), as_json)
+    try:
+        if len(rows) >= PROGRESS_MIN_ROWS:
+            from rich.console import Console
+            from rich.progress import Progress
+
+            with Progress(console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("scoring", total=len(rows))
+                scored = score_rows(loaded, rows, funcs=funcs, progress=lambda n: bar.advance(task, n))
+        else:
+            scored = score_rows(loaded, rows, funcs=funcs)
+    except (KeyError, ValueError, TypeError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        fail_unusable(UnusableInput(f"scoring failed: {message}", "check the rows' columns against the rewards' args",
+                                    str(completions)), as_json)
+    finally:
+        for func in funcs[0]:
+            close = getattr(func, "close", None)
+            if callable(close):
+                close()
+    if as_json:
+        click.echo(json.dumps({"rows": scored}))
+    else:
+        click.echo(render_table(scored))
+    sys.exit(EXIT_OK)

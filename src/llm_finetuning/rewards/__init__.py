@@ -1,0 +1,56 @@
+"""Reward functions: the registry (names, argument schemas) and the built-in and custom rewards.
+
+Light on purpose: the gate imports `rewards.registry` and `reward_source_files`, so nothing here loads a
+reward implementation or any ML library at import time. `build_reward`, `build_reward_funcs` and
+`score_rows` import the implementations when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.rewards.sources import reward_source_files
+
+__all__ = ["build_reward", "build_reward_funcs", "reward_names", "reward_source_files", "score_rows"]
+
+
+def reward_names(specs: list[dict[str, Any]]) -> list[str]:
+    """The metric name of each reward spec: its `fn`, suffixed `#2`, `#3` where a name repeats."""
+    seen: dict[str, int] = {}
+    names = []
+    for spec in specs:
+        fn = str(spec["fn"])
+        seen[fn] = seen.get(fn, 0) + 1
+        names.append(fn if seen[fn] == 1 else f"{fn}#{seen[fn]}")
+    return names
+
+
+def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, tokenizer: Any = None,
+                 *, max_completion_length: int | None = None) -> Callable[..., list[float | None]]:
+    """One picklable reward callable with TRL's signature and a stable `__name__`.
+
+    `index` is the 1-based occurrence of this `fn` among the brief's rewards (1 gives the plain name, 2
+    gives `fn#2`; 0 counts as 1). `max_completion_length` is length_penalty's default `max_length`.
+    """
+    from llm_finetuning.rewards.build import build_reward as _build
+
+    return _build(spec, brief_folder, index, tokenizer, max_completion_length=max_completion_length)
+
+
+def build_reward_funcs(brief: Any, tokenizer: Any = None) -> tuple[list[Callable[..., Any]], list[float]]:
+    """(reward callables, weights) for a loaded brief, in the brief's order."""
+    from llm_finetuning.rewards.build import build_reward_funcs as _build_all
+
+    return _build_all(brief, tokenizer)
+
+
+def score_rows(brief: Any, rows: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
+    """Score rows (prompt, completion and the dataset's columns) with every reward of the brief.
+
+    Returns `{"index", "rewards": {name: value}, "total"}` per row, in input order.
+    """
+    from llm_finetuning.rewards.build import score_rows as _score
+
+    return _score(brief, rows, **kwargs)

@@ -1,0 +1,85 @@
+"""Text helpers shared by the built-in rewards: message formats, think blocks, echoed prompts.
+
+TRL hands rewards either plain strings (standard format) or lists of chat messages (conversational
+format); every built-in reads both through `completion_text` and `prompt_text`. Pure stdlib.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
+_THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?(</\1>|\Z)", re.IGNORECASE | re.DOTALL)
+_THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.IGNORECASE)
+
+
+def content_text(content: Any) -> str:
+    """The text of one message's content: a string, or a list of parts with type text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type", "text") == "text":
+                parts.append(str(part.get("text", "")))
+        return "".join(parts)
+    return str(content)
+
+
+def completion_text(completion: Any) -> str:
+    """A completion as text: the string itself, or the assistant messages of a conversational one joined."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return content_text(completion.get("content"))
+    if isinstance(completion, list):
+        msgs = [m for m in completion if isinstance(m, dict)]
+        assistant = [m for m in msgs if m.get("role", "assistant") == "assistant"]
+        return "\n".join(content_text(m.get("content")) for m in (assistant or msgs))
+    return "" if completion is None else str(completion)
+
+
+def prompt_text(prompt: Any) -> str:
+    """A prompt as text: the string itself, or the content of its last user message."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list):
+        msgs = [m for m in prompt if isinstance(m, dict)]
+        users = [m for m in msgs if m.get("role") == "user"]
+        chosen = users[-1:] or msgs[-1:]
+        return content_text(chosen[0].get("content")) if chosen else ""
+    return "" if prompt is None else str(prompt)
+
+
+def prompt_transcript(prompt: Any) -> str:
+    """The whole prompt as readable text (a judge sees every message, not only the last one)."""
+    if isinstance(prompt, list):
+        return "\n".join(f"[{m.get('role', '?')}] {content_text(m.get('content'))}"
+                         for m in prompt if isinstance(m, dict))
+    return prompt_text(prompt)
+
+
+def strip_think(text: str) -> str:
+    """The text with every think block removed, so an answer inside the reasoning never counts.
+
+    Text before a closing tag with no opening tag is reasoning too (chat templates often open the block
+    inside the prompt); an opening tag that never closes hides everything after it.
+    """
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes and not _THINK_OPEN.search(text[: closes[0].start()]):
+        text = text[closes[0].end():]
+    text = _THINK_BLOCK.sub(" ", text)
+    return _THINK_CLOSE.sub(" ", text)
+
+
+def remove_echo(text: str, prompt: str, min_chars: int = 12) -> str:
+    """The text without verbatim copies of the prompt, so repeating a prompt that holds the answer earns nothing."""
+    prompt = prompt.strip()
+    if len(prompt) < min_chars:
+        return text
+    return text.replace(prompt, " ")

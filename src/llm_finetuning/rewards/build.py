@@ -1,0 +1,205 @@
+"""Turn the brief's reward specs into callables, and score rows with them.
+
+Built-ins are instantiated from the registry with their argument defaults applied; a custom
+`module:function` is wrapped in `CustomReward`, which gives it the spec's name, passes its `args`, checks
+what it returns, and stays picklable by importing the function again after unpickling.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import math
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.rewards import registry, reward_names
+
+log = logging.getLogger(__name__)
+
+RewardFunc = Callable[..., list[float | None]]
+
+
+def _arg_defaults(fn: str) -> dict[str, Any]:
+    props = registry.BUILTINS[fn][1].get("properties", {})
+    return {k: v["default"] for k, v in props.items() if "default" in v}
+
+
+def _check_args(fn: str, args: dict[str, Any], where: str) -> None:
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(Draft202012Validator(registry.BUILTINS[fn][1]).iter_errors(args), key=lambda e: list(e.path))
+    if errors:
+        err = errors[0]
+        path = ".".join([where, *[str(p) for p in err.absolute_path]])
+        raise ValueError(f"{path}: {err.message}")
+
+
+class CustomReward:
+    """A user's `module:function` reward with a stable name, its args, and checked output."""
+
+    def __init__(self, fn: str, search_dir: Path, args: dict[str, Any], name: str) -> None:
+        self.__name__ = name
+        self.fn = fn
+        self.search_dir = Path(search_dir)
+        self.args = dict(args)
+        self._func: Callable[..., Any] | None = registry.load_custom(fn, self.search_dir)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_func"] = None
+        return state
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        if self._func is None:
+            self._func = registry.load_custom(self.fn, self.search_dir)
+        clash = sorted(set(self.args) & set(columns))
+        if clash:
+            raise ValueError(f"{self.__name__}: args {clash} have the same names as data columns; rename them")
+        out = self._func(prompts=prompts, completions=completions, **columns, **self.args)
+        return check_output(self.__name__, out, len(completions))
+
+
+def check_output(name: str, out: Any, n: int) -> list[float | None]:
+    """A reward's output as `list[float | None]` of length n, or a ValueError that says what is wrong."""
+    if not isinstance(out, (list, tuple)):
+        raise ValueError(f"reward {name} returned {type(out).__name__}; it must return a list of floats or None")
+    if len(out) != n:
+        raise ValueError(f"reward {name} returned {len(out)} values for {n} completions")
+    values: list[float | None] = []
+    for i, v in enumerate(out):
+        if v is None:
+            values.append(None)
+        elif isinstance(v, (int, float)) and math.isfinite(float(v)):
+            values.append(float(v))
+        else:
+            raise ValueError(f"reward {name} returned {v!r} for completion {i}; expected a finite number or None")
+    return values
+
+
+def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, tokenizer: Any = None,
+                 *, max_completion_length: int | None = None, where: str = "rewards[]") -> RewardFunc:
+    """See `llm_finetuning.rewards.build_reward`."""
+    fn = str(spec["fn"])
+    name = fn if index <= 1 else f"{fn}#{index}"
+    args = dict(spec.get("args") or {})
+    if registry.is_custom(fn):
+        return CustomReward(fn, Path(brief_folder), args, name)
+    if fn not in registry.BUILTINS:
+        raise ValueError(f"{where}.fn: unknown reward {fn!r}; use one of {', '.join(registry.builtin_names())}, "
+                         "or module:function for a custom reward")
+    _check_args(fn, args, f"{where}.args")
+    kwargs = {**_arg_defaults(fn), **args}
+    if fn == "length_penalty":
+        if kwargs.get("max_length") is None:
+            if max_completion_length is None:
+                raise ValueError(f"{where}.args.max_length: not set and no grpo.max_completion_length to default to")
+            kwargs["max_length"] = max_completion_length
+        kwargs["tokenizer"] = tokenizer
+    module, _, cls_name = registry.BUILTINS[fn][0].partition(":")
+    cls = getattr(importlib.import_module(module), cls_name)
+    reward: RewardFunc = cls(**kwargs, name=name)
+    return reward
+
+
+def _specs(brief: Any) -> list[dict[str, Any]]:
+    data = getattr(brief, "data", brief)
+    return list(data["rewards"])
+
+
+def build_reward_funcs(brief: Any, tokenizer: Any = None) -> tuple[list[RewardFunc], list[float]]:
+    """See `llm_finetuning.rewards.build_reward_funcs`."""
+    data = getattr(brief, "data", brief)
+    folder = Path(getattr(brief, "folder", "."))
+    max_len = (data.get("grpo") or {}).get("max_completion_length", 512)
+    specs = _specs(brief)
+    funcs = []
+    for i, (spec, name) in enumerate(zip(specs, reward_names(specs), strict=True)):
+        occurrence = int(name.rpartition("#")[2]) if "#" in name else 1
+        funcs.append(build_reward(spec, folder, occurrence, tokenizer, max_completion_length=max_len,
+                                  where=f"rewards[{i}]"))
+    return funcs, [float(s.get("weight", 1.0)) for s in specs]
+
+
+def _needs_tokens(brief: Any) -> bool:
+    for spec in _specs(brief):
+        if spec.get("fn") == "length_penalty" and (spec.get("args") or {}).get("unit", "tokens") == "tokens":
+            return True
+    return False
+
+
+def load_brief_tokenizer(brief: Any) -> Any:
+    """The policy's tokenizer when a reward counts tokens, else None (then lengths are in characters)."""
+    if not _needs_tokens(brief):
+        return None
+    try:
+        from llm_finetuning.models import load_tokenizer, resolve_model
+
+        return load_tokenizer(resolve_model(brief.data["model"], brief.folder))
+    except Exception as exc:  # noqa: BLE001 - any failure falls back to characters, loudly
+        log.warning("could not load the model's tokenizer (%s); length_penalty counts characters", exc)
+        return None
+
+
+def validate_row(row: Any, where: str) -> None:
+    """Raise ValueError unless `row` is a mapping with a usable prompt and completion."""
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected a JSON object with prompt and completion, found {type(row).__name__}")
+    for key in ("prompt", "completion"):
+        if key not in row:
+            raise ValueError(f"{where}: missing {key!r} (found keys: {', '.join(sorted(row)) or 'none'})")
+        value = row[key]
+        if isinstance(value, str):
+            continue
+        if isinstance(value, list) and all(isinstance(m, dict) and "content" in m for m in value):
+            continue
+        raise ValueError(f"{where}: {key!r} must be a string or a list of chat messages with content, "
+                         f"found {type(value).__name__}")
+
+
+def _batch(rows: list[dict[str, Any]]) -> tuple[list[Any], list[Any], dict[str, list[Any]]]:
+    prompts = [r["prompt"] for r in rows]
+    completions = []
+    for r in rows:
+        c = r["completion"]
+        # TRL gives conversational completions to conversational prompts; mirror that.
+        if isinstance(r["prompt"], list) and isinstance(c, str):
+            c = [{"role": "assistant", "content": c}]
+        completions.append(c)
+    keys: list[str] = []
+    for r in rows:
+        keys.extend(k for k in r if k not in ("prompt", "completion") and k not in keys)
+    columns = {k: [r.get(k) for r in rows] for k in keys}
+    return prompts, completions, columns
+
+
+def total_of(values: Iterable[float | None], weights: Iterable[float]) -> float | None:
+    """Weighted sum skipping None; None when every value is None."""
+    pairs = [(w, v) for w, v in zip(weights, values, strict=True) if v is not None]
+    return sum(w * v for w, v in pairs) if pairs else None
+
+
+def score_rows(brief: Any, rows: list[dict[str, Any]], *, chunk_size: int = 64,
+               progress: Callable[[int], None] | None = None, tokenizer: Any = None,
+               funcs: tuple[list[RewardFunc], list[float]] | None = None) -> list[dict[str, Any]]:
+    """See `llm_finetuning.rewards.score_rows`. `progress(n)` is called after each chunk of n rows."""
+    for i, row in enumerate(rows):
+        validate_row(row, f"row {i}")
+    if funcs is None:
+        funcs = build_reward_funcs(brief, tokenizer if tokenizer is not None else load_brief_tokenizer(brief))
+    reward_funcs, weights = funcs
+    out: list[dict[str, Any]] = []
+    for start in range(0, len(rows), chunk_size):
+        chunk = rows[start: start + chunk_size]
+        prompts, completions, columns = _batch(chunk)
+        per_func = [check_output(f.__name__, f(prompts=prompts, completions=completions, **columns), len(chunk))
+                    for f in reward_funcs]
+        for j in range(len(chunk)):
+            values = [vals[j] for vals in per_func]
+            out.append({"index": start + j,
+                        "rewards": {f.__name__: v for f, v in zip(reward_funcs, values, strict=True)},
+                        "total": total_of(values, weights)})
+        if progress is not None:
+            progress(len(chunk))
+    return out

@@ -1,0 +1,156 @@
+"""`json_schema`: 1.0 when the completion is strict JSON that validates against a JSON Schema, else 0.0.
+
+Strict means what a careful consumer of the output would accept: one JSON value and nothing after it,
+no duplicate keys (Python keeps the last one silently), no NaN or Infinity (not JSON at all). The schema
+comes from the brief (`schema`) or from a dataset column (`schema_field`, a mapping or a JSON string),
+and is checked with format checking on (`"format": "email"`, dates, ...). With `fenced: true` the JSON
+may sit in the last fenced code block; text outside that block is then ignored. `mode: partial` gives
+partial credit, defined in `partial_score`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from llm_finetuning.rewards._text import completion_text, strip_think
+
+log = logging.getLogger(__name__)
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
+
+
+class StrictJSONError(ValueError):
+    """The text is not strict JSON."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise StrictJSONError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise StrictJSONError(f"{name} is not JSON")
+
+
+def parse_strict(text: str) -> Any:
+    """Parse exactly one JSON value; raise StrictJSONError on duplicates, NaN/Infinity or trailing text."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except StrictJSONError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise StrictJSONError(str(exc)) from None
+
+
+def json_text(completion: str, fenced: bool) -> str:
+    """The part of the completion that must be JSON: the last fenced block when allowed and present."""
+    text = strip_think(completion)
+    if fenced:
+        blocks = _FENCE.findall(text)
+        if blocks:
+            return str(blocks[-1][1]).strip()
+    return text.strip()
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    from jsonschema import validators
+
+    cls = validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def partial_score(instance: Any, schema: dict[str, Any], errors: list[Any]) -> float:
+    """Partial credit for JSON that parses but does not validate (mode: partial).
+
+    0.5 x the share of the schema's top-level properties (`properties` and `required` together) that are
+    present and carry no error; halved again when the object also breaks a rule of its own (extra keys,
+    size limits). Anything that is not an object, or a schema that names no properties, earns 0.
+    """
+    names = set(schema.get("properties", {})) | set(schema.get("required", []))
+    if not isinstance(instance, dict) or not names:
+        return 0.0
+    bad = {str(e.absolute_path[0]) for e in errors if e.absolute_path}
+    root = [e for e in errors if not e.absolute_path]
+    missing = {n for n in names if n not in instance}
+    if any(e.validator == "type" for e in root):
+        return 0.0
+    good = [n for n in names if n not in bad and n not in missing]
+    score = 0.5 * len(good) / len(names)
+    if any(e.validator != "required" for e in root):
+        score *= 0.5
+    return score
+
+
+class JsonSchema:
+    """Reward strict, schema-valid JSON: 1.0 or 0.0 (or partial credit), None when a row has no schema."""
+
+    def __init__(self, schema: dict[str, Any] | None = None, schema_field: str | None = None,
+                 mode: str = "strict", fenced: bool = True, name: str = "json_schema") -> None:
+        if (schema is None) == (schema_field is None):
+            raise ValueError("give exactly one of schema (inline) or schema_field (a column)")
+        if mode not in ("strict", "partial"):
+            raise ValueError(f"mode {mode!r}: use strict or partial")
+        self.__name__ = name
+        self.schema = schema
+        self.schema_field = schema_field
+        self.mode = mode
+        self.fenced = fenced
+        self.stats = {"scored": 0, "not_json": 0, "invalid": 0, "bad_schema": 0}
+        if schema is not None:
+            _validator(schema)  # a broken inline schema fails at build time, not mid-training
+
+    def _row_schema(self, columns: dict[str, Any], i: int) -> dict[str, Any] | None:
+        if self.schema is not None:
+            return self.schema
+        assert self.schema_field is not None
+        value = columns[self.schema_field][i]
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return None
+        return value if isinstance(value, dict) else None
+
+    def score(self, completion: Any, schema: dict[str, Any]) -> float:
+        """The reward of one completion against one schema."""
+        try:
+            instance = parse_strict(json_text(completion_text(completion), self.fenced))
+        except StrictJSONError:
+            self.stats["not_json"] += 1
+            return 0.0
+        errors = list(_validator(schema).iter_errors(instance))
+        if not errors:
+            return 1.0
+        self.stats["invalid"] += 1
+        return partial_score(instance, schema, errors) if self.mode == "partial" else 0.0
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        if self.schema_field is not None and self.schema_field not in columns:
+            raise KeyError(f"{self.__name__}: no column {self.schema_field!r} in the data; "
+                           "set args.schema_field to the column holding each row's JSON Schema")
+        out: list[float | None] = []
+        for i, completion in enumerate(completions):
+            schema = self._row_schema(columns, i)
+            if schema is None:
+                self.stats["bad_schema"] += 1
+                out.append(None)
+                continue
+            try:
+                _validator(schema)
+            except Exception as exc:  # noqa: BLE001 - jsonschema's SchemaError and friends
+                self.stats["bad_schema"] += 1
+                log.warning("%s: row %d has an invalid schema (%s); no reward for it", self.__name__, i,
+                            str(exc).splitlines()[0][:200])
+                out.append(None)
+                continue
+            self.stats["scored"] += 1
+            out.append(self.score(completion, schema))
+        return out
