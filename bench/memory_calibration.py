@@ -89,6 +89,32 @@ def hf_config(shape: ModelShape) -> Any:
     return LlamaConfig(head_dim=shape.d_head, **common)
 
 
+def grpo_kwargs(point: dict[str, Any], cpu: bool = False) -> dict[str, Any]:
+    """The GRPOConfig keyword arguments of one point (everything else is TRL 1.16's default)."""
+    return dict(
+        per_device_train_batch_size=point["B"], num_generations=point["G"],
+        gradient_accumulation_steps=point.get("GA", 1), max_completion_length=point["L"],
+        max_steps=point.get("steps", 2), learning_rate=1e-6, beta=point["beta"], gradient_checkpointing=point["gc"],
+        logging_steps=1, report_to="none", save_strategy="no",
+        model_init_kwargs=None if point["dtype"] == "float32" else {"dtype": point["dtype"]},
+        seed=0, temperature=1.0, disable_tqdm=True, dataloader_num_workers=0, use_cpu=cpu, bf16=not cpu,
+    )
+
+
+def run_settings(point: dict[str, Any], cpu: bool = False) -> dict[str, Any]:
+    """Everything that decides a point's memory, recorded beside its measurements."""
+    return {
+        "grpo_config": grpo_kwargs(point, cpu),
+        "peft": {"r": 16, "lora_alpha": 32, "target_modules": "all-linear"} if point["adapter"] == "lora" else None,
+        "generation": "transformers generate (use_vllm=False)",
+        "prompt": f"' 7' x {point['P']} (exactly {point['P']} tokens, plain text, no chat template)",
+        "reward": "uniform random in [0, 1)",
+        "weights": "random, built on the GPU from the published config in the model's dtype",
+        "attention": "transformers default (sdpa)",
+        "tokenizer": "llm_finetuning.testing.tiny tokenizer (ids < 512), model vocabulary as published",
+    }
+
+
 def run_point(point: dict[str, Any], tokenizer_dir: str, cpu: bool) -> dict[str, Any]:
     """One GRPO run; returns the measurements (called in a forked child)."""
     import torch
@@ -165,15 +191,10 @@ def run_point(point: dict[str, Any], tokenizer_dir: str, cpu: bool) -> dict[str,
         from peft import LoraConfig
 
         peft_config = LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM")
-    model_init_kwargs = None if point["dtype"] == "float32" else {"dtype": point["dtype"]}
-    args = GRPOConfig(
-        output_dir="/tmp/calib-out", per_device_train_batch_size=point["B"], num_generations=point["G"],
-        gradient_accumulation_steps=point.get("GA", 1), max_completion_length=point["L"], max_steps=point.get("steps", 2),
-        learning_rate=1e-6, beta=point["beta"], gradient_checkpointing=point["gc"], logging_steps=1,
-        report_to="none", save_strategy="no", model_init_kwargs=model_init_kwargs, seed=0, temperature=1.0,
-        disable_tqdm=True, dataloader_num_workers=0, use_cpu=cpu, bf16=not cpu,
-    )
+    config_kwargs = grpo_kwargs(point, cpu)
+    args = GRPOConfig(output_dir="/tmp/calib-out", **config_kwargs)
     result: dict[str, Any] = {"point": point, "params": shape.params(), "shape": shape.to_json(),
+                              "settings": run_settings(point, cpu),
                               "optim": str(args.optim), "steps": args.max_steps}
     t0 = time.time()
     if not cpu:

@@ -125,7 +125,8 @@ def render(result: Any) -> str:
     lines.append(f"  {'total (PyTorch peak reserved)':44s} {result.total_gib:8.2f} GiB")
     lines.append(f"  {'+ CUDA context':44s} {result.cuda_context_gib:8.2f} GiB")
     if result.vllm_server_gib is not None:
-        lines.append(f"  (the vLLM server GPU needs about {result.vllm_server_gib:.1f} GiB)")
+        lines.append(f"  (the vLLM server GPU needs at least about {result.vllm_server_gib:.1f} GiB: bf16 weights "
+                     "and KV blocks for one device's generation batch)")
     verdict = "fits" if result.fits else "does NOT fit"
     lines += ["", f"{verdict}: {result.device_total_gib:.1f} GiB of {result.gpu_memory_gib:g} GiB "
               f"(headroom {result.headroom_gib:+.1f} GiB)"]

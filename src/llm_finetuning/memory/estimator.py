@@ -220,6 +220,9 @@ def _core(shape: ModelShape, s: Settings) -> Estimate:
     # Weights
     if s.adapter == "qlora":
         linear = p - embed * (1 if shape.tie_word_embeddings else 2) - shape.extra_params
+        if shape.is_moe:
+            # transformers 5 stores experts as fused 3-D parameters, which bitsandbytes leaves unquantised
+            linear -= shape.layers * shape.experts * 3 * shape.hidden * shape.intermediate
         weights = linear * NF4_BYTES + (p - linear) * wb
     else:
         weights = p * wb
@@ -317,8 +320,10 @@ def _core(shape: ModelShape, s: Settings) -> Estimate:
         vllm_share = (util or 0.3) * s.gpu_memory_gib * GIB
         vllm_train_resident = VLLM_SLEEP_RESIDUAL_GIB * GIB if sleep else vllm_share
     else:
-        vllm_server = _gib(p * 2 + gen_batch * max(1, s.gpus) * seq * 2 * shape.layers * shape.kv_heads
-                           * shape.d_head * 2) + VLLM_OVERHEAD_GIB
+        # the server's floor: bf16 weights and KV blocks for one device's generation batch (it serves
+        # the other devices' batches in turn; more KV memory only raises its throughput)
+        vllm_server = _gib(p * 2 + gen_batch * seq * 2 * shape.layers * shape.kv_heads * shape.d_head * 2) \
+            + VLLM_OVERHEAD_GIB
 
     resident_alloc = weights + (c.get("reference_weights", 0.0) + c.get("adapter_weights", 0.0)) * GIB + optim
     train_alloc = resident_alloc + autocast_train + train_extra + FIXED_GIB * GIB
@@ -414,9 +419,17 @@ def _changes(shape: ModelShape, s: Settings) -> list[tuple[str, Settings]]:
             if DISTRIBUTED.index(dist) > DISTRIBUTED.index(_resolve_distributed(s)):
                 out.append((f"shard with DeepSpeed {dist.upper()} over the {s.gpus} GPUs",
                             replace(s, distributed=dist)))
+    if s.generation == "vllm-colocate":
+        out.append(("generate on a separate vLLM server GPU (hardware.generation: vllm-server, one more GPU)",
+                    replace(s, generation="vllm-server", vllm_gpu_memory_utilization=None,
+                            vllm_enable_sleep_mode=None)))
     if s.adapter == "full":
         out.append(("train LoRA adapters instead of all weights (model.adapter: lora)",
                     replace(s, adapter="lora")))
+    if s.generation == "vllm-colocate":
+        out.append(("generate with transformers instead of vLLM, slower (hardware.generation: transformers)",
+                    replace(s, generation="transformers", vllm_gpu_memory_utilization=None,
+                            vllm_enable_sleep_mode=None)))
     if s.beta > 0 and s.adapter == "full":
         out.append(("drop the reference model (grpo.beta: 0)", replace(s, beta=0.0)))
     if s.generation_batch() > s.num_generations:
@@ -442,6 +455,8 @@ def advise(shape: ModelShape, s: Settings, limit: int = 3) -> list[str]:
     for text, changed in _changes(shape, s):
         if changed.generation == "vllm-colocate" and changed.vllm_enable_sleep_mode is None:
             changed = replace(changed, vllm_enable_sleep_mode=True)
+        if changed.generation == "vllm-colocate" and changed.vllm_gpu_memory_utilization is None:
+            changed = replace(changed, vllm_gpu_memory_utilization=s.vllm_gpu_memory_utilization)
         est = _core(shape, changed)
         if est.fits:
             out.append(f"{text}: {est.device_total_gib:.1f} GiB of {s.gpu_memory_gib:g} GiB")

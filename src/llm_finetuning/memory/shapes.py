@@ -68,9 +68,8 @@ class ModelShape:
         kv = self.kv_heads * self.d_head
         out = [(self.hidden, q, 1), (self.hidden, kv, 2), (q, self.hidden, 1)]
         if self.is_moe:
-            # transformers 5 fuses experts into 3-D parameters that all-linear does not reach; the router
-            # and a shared expert are plain linears.
-            out.append((self.hidden, self.experts, 1))
+            # transformers 5 fuses experts into 3-D parameters and keeps the router as a bare parameter,
+            # neither of which all-linear reaches; a shared expert is plain linears.
             if self.shared_expert_intermediate:
                 s = self.shared_expert_intermediate
                 out += [(self.hidden, s, 2), (s, self.hidden, 1)]
