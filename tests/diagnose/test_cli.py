@@ -88,6 +88,14 @@ def test_unhealthy_or_unfinished_runs_do_not_justify_a_deviation(tmp_path: Path)
     assert not (tmp_path / "ro" / "diagnosis.json").exists()
 
 
+def test_diagnose_run_gives_the_json_object_without_writing(tmp_path: Path) -> None:
+    from llm_finetuning.diagnose import diagnose_run
+
+    run = synth.write_run(tmp_path / "run", synth.all_pass())
+    assert [f["id"] for f in diagnose_run(run)["findings"]] == ["no_signal_all_pass"]
+    assert not (run / "diagnosis.json").exists()
+
+
 def test_plot_has_five_panels_and_a_real_png(tmp_path: Path) -> None:
     from matplotlib.image import imread
 

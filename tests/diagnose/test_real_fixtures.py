@@ -4,7 +4,9 @@
   recovers: healthy.
 - real-truncation: max_completion_length 4 on a random model: nothing terminates (truncation, error);
   as a consequence every reward is 0 (no_signal_all_fail) and loss and gradient are 0 (zero_loss).
-- real-hackable: a `digits_only` format reward climbs while `correct` stays at 0: reward_hacking.
+- real-hackable: a `digits_only` format reward climbs while `correct` stays at 0: reward_hacking; the
+  learning rate (1e-3, to move a tiny model in 30 steps) also makes KL and grad norm spike at steps 11-12
+  and 26-27: kl_blowup.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def test_real_hackable_run_is_reward_hacking_on_the_format_reward() -> None:
     assert f["evidence"]["correctness"] == "correct" and "digits_only" in f["evidence"]["message"]
     assert f["evidence"]["samples_shaping_pass_correct_fail"] > 0.5  # from completions.jsonl
     assert "fn: digits_only" in f["brief_edit"]
-    assert "truncation" not in found and "entropy_collapse" not in found
+    assert set(found) == {"reward_hacking", "kl_blowup"}
+    assert found["kl_blowup"]["steps"] == [11, 12, 26, 27]
 
 
 def test_trainer_state_alone_gives_the_same_diagnosis(tmp_path: Path) -> None:

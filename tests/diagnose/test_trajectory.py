@@ -86,6 +86,12 @@ def test_context_from_manifest_brief_and_checkpoint_config(tmp_path: Path) -> No
     assert ctx.is_moe is True and "checkpoint-5" in ctx.moe_source
     assert ctx.brief_sha256 == "abc"  # the brief changed since rendering: the manifest's hash is kept
     assert load_context(run, architecture="dense").is_moe is False
+    shutil.rmtree(run / "checkpoints")  # no checkpoint: the brief's hub id, in the table of known shapes
+    ctx = load_context(run)
+    assert ctx.is_moe is False and "Qwen/Qwen2.5-0.5B-Instruct" in ctx.moe_source
+    brief_text = (tmp_path / "brief" / "brief.yaml").read_text()
+    (tmp_path / "brief" / "brief.yaml").write_text(brief_text.replace("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen3-30B-A3B"))
+    assert load_context(run).is_moe is True
 
 
 def test_moe_detection_from_config() -> None:

@@ -47,6 +47,7 @@ class RunContext:
     moe_source: str = ""
     reward_weights: dict[str, float] = field(default_factory=dict)  # TRL reward name -> weight
     correctness: list[str] = field(default_factory=list)  # reward names that measure correctness
+    model_id: str | None = None  # a hub id whose architecture no local config told
     max_completion_length: int | None = None
     learning_rate: float | None = None
     beta: float | None = None
@@ -117,10 +118,24 @@ def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
     if arch in ("moe", "dense"):
         ctx.is_moe, ctx.moe_source = arch == "moe", f"brief model.architecture: {arch}"
     else:
-        local = brief.resolve(str(model.get("id", "")))
+        model_id = str(model.get("id", ""))
+        local = brief.resolve(model_id)
         config = _read_json(local / "config.json") if local.is_dir() else None
         if isinstance(config, dict):
             ctx.is_moe, ctx.moe_source = model_config_is_moe(config), f"{local / 'config.json'}"
+        else:
+            ctx.model_id = model_id  # looked up in the table of published shapes if nothing better says
+
+
+def _apply_known_shape(ctx: RunContext, model_id: str) -> None:
+    """A hub id in `finetune memory`'s table of published shapes says whether the model routes experts."""
+    try:
+        from llm_finetuning.memory.shapes import lookup
+    except ImportError:
+        return
+    shape = lookup(model_id)
+    if shape is not None:
+        ctx.is_moe, ctx.moe_source = shape.is_moe, f"{model_id} (published shape in finetune memory's table)"
 
 
 def _apply_grpo_config(ctx: RunContext, path: Path) -> None:
@@ -210,6 +225,8 @@ def load_context(run_dir: str | Path, brief: str | Path | None = None, eval_file
         _apply_grpo_config(ctx, root / GRPO_CONFIG_FILE)
     if ctx.is_moe is None:
         _apply_checkpoint_config(ctx, root)
+    if ctx.is_moe is None and ctx.model_id:
+        _apply_known_shape(ctx, ctx.model_id)
     if architecture in ("moe", "dense"):
         ctx.is_moe, ctx.moe_source = architecture == "moe", f"--architecture {architecture}"
     if correctness:

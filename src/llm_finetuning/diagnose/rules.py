@@ -336,12 +336,13 @@ def truncation(traj: Trajectory, ctx: RunContext) -> Finding | None:
     never = bool(term) and all(v == 0 for v in term.values[-k:])
     steps = [s for s, v in zip(clipped.steps, clipped.values, strict=True) if v >= TRUNCATION_RATIO]
     current = ctx.max_completion_length
-    if current is None:
+    where = f" (at max_completion_length {current})" if current else ""
+    if current is None:  # not told: the longest completion logged is the cap they were cut at
         longest = traj.series("completions/max_length")
         current = int(max(longest.values)) if longest else None
+        where = f" (longest completion {current} tokens)" if current else ""
     suggested = max(64, 2 * current) if current else None
-    message = (f"median clipped ratio over the last {k} logs is {late:.0%}"
-               + (f" (at max_completion_length {current})" if current else "")
+    message = (f"median clipped ratio over the last {k} logs is {late:.0%}" + where
                + ("; no completion terminated (mean_terminated_length 0)" if never
                   else f"; mean terminated length {fmt(late_term)}" if late_term is not None else ""))
     evidence = {"message": message, "clipped_ratio_late": late, "mean_terminated_length_late": late_term,
