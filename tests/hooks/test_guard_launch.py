@@ -103,3 +103,27 @@ def test_hooks_json_registers_the_guard_for_bash() -> None:
     assert entry["matcher"] == "Bash"
     [h] = entry["hooks"]
     assert h["type"] == "command" and "${CLAUDE_PLUGIN_ROOT}/hooks/guard_launch.py" in h["command"]
+
+
+@pytest.mark.plugin
+def test_real_claude_cli_accepts_the_hooks(tmp_path: Path) -> None:
+    """`claude plugin validate --strict` (the real CLI) accepts hooks/hooks.json in a copy of the plugin."""
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("plugin_conftest", REPO / "tests" / "plugin" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    claude = module.find_claude()
+    if claude is None:
+        pytest.skip("the Claude Code CLI is not installed (npm install @anthropic-ai/claude-code)")
+    plugin = tmp_path / "plugin"
+    shutil.copytree(REPO / ".claude-plugin", plugin / ".claude-plugin")
+    shutil.copytree(REPO / "hooks", plugin / "hooks", ignore=shutil.ignore_patterns("__pycache__"))
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.run([str(claude), "plugin", "validate", str(plugin), "--strict"], capture_output=True,
+                          text=True, env=dict(os.environ, HOME=str(home)), timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Validation passed" in proc.stdout + proc.stderr
