@@ -1,0 +1,113 @@
+"""Throughput of the `unit_tests` sandbox against the naive way, measured in the same run.
+
+Scores a batch of trivial solutions (each with three assert tests) through the `UnitTests` reward on the
+pre-forked, isolated pool, and the same batch with one fresh `python -c` per completion (no isolation at
+all, same number of concurrent workers). Prints completions per second and the ratio; writes
+bench/results/sandbox-throughput.json with the machine described.
+
+    python bench/sandbox_throughput.py [--n 512] [--tier namespaces|basic|auto] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from llm_finetuning.rewards.unit_tests import UnitTests
+from llm_finetuning.sandbox import SandboxPool
+
+TESTS = ["assert f(2) == 4", "assert f(3) == 9", "assert f(-1) == 1"]
+
+
+def solutions(n: int) -> list[str]:
+    return [f"```python\ndef f(x):\n    # completion {i}\n    return x * x\n```" for i in range(n)]
+
+
+def naive(batch: list[str], workers: int) -> tuple[float, list[float]]:
+    """One fresh interpreter per completion: exit code 0 means every assert passed."""
+
+    def one(code: str) -> float:
+        body = code.split("```python\n", 1)[1].rsplit("```", 1)[0] + "\n" + "\n".join(TESTS)
+        proc = subprocess.run([sys.executable, "-c", body], capture_output=True, timeout=30, check=False)
+        return 1.0 if proc.returncode == 0 else 0.0
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as ex:
+        scores = list(ex.map(one, batch))
+    return time.perf_counter() - t0, scores
+
+
+def sandboxed(batch: list[str], pool: SandboxPool) -> tuple[float, list[float | None]]:
+    reward = UnitTests(timeout_s=10.0, memory_mb=512)
+    reward.pool = pool
+    reward(prompts=[""] * 8, completions=batch[:8], tests=[TESTS] * 8)  # warm: the pool is pre-started
+    t0 = time.perf_counter()
+    scores = reward(prompts=[""] * len(batch), completions=batch, tests=[TESTS] * len(batch))
+    return time.perf_counter() - t0, scores
+
+
+def machine() -> dict[str, object]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (0.0, 0.0, 0.0)
+    return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release(), "machine": platform.machine(),
+            "python": platform.python_version(), "os": platform.platform(), "loadavg_at_start": load}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=512)
+    ap.add_argument("--tier", default="namespaces", choices=["namespaces", "basic", "auto"])
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "sandbox-throughput.json")
+    args = ap.parse_args()
+
+    batch = solutions(args.n)
+    pool = SandboxPool(isolation=args.tier)
+    iso = pool.start()
+    try:
+        t_sandbox, s_sandbox = sandboxed(batch, pool)
+    finally:
+        pool.close()
+    t_naive, s_naive = naive(batch, pool.max_jobs)
+    if not all(s == 1.0 for s in s_sandbox) or not all(s == 1.0 for s in s_naive):
+        print("error: some trivial solution did not score 1", file=sys.stderr)
+        return 1
+    rate_sandbox, rate_naive = args.n / t_sandbox, args.n / t_naive
+    result = {
+        "benchmark": "sandbox-throughput",
+        "completions": args.n,
+        "tests_per_completion": len(TESTS),
+        "sandbox": {"tier": iso.tier, "seconds": round(t_sandbox, 3), "completions_per_s": round(rate_sandbox, 1),
+                    "concurrent_jobs": pool.max_jobs, "isolation": iso.facts},
+        "naive_python_c": {"seconds": round(t_naive, 3), "completions_per_s": round(rate_naive, 1),
+                           "concurrent_workers": pool.max_jobs, "isolation": "none"},
+        "ratio_sandbox_over_naive": round(rate_sandbox / rate_naive, 2),
+        "machine": machine(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"sandbox ({iso.tier}): {rate_sandbox:.0f} completions/s ({t_sandbox:.2f} s for {args.n})")
+    print(f"naive python -c:      {rate_naive:.0f} completions/s ({t_naive:.2f} s for {args.n})")
+    print(f"ratio: {rate_sandbox / rate_naive:.1f}x  -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,900 @@
+"""The sandbox zygote: a clean, pre-imported interpreter that forks one isolated job per completion.
+
+Run as a script (`python -I _zygote.py CONFIG_JSON`) by `llm_finetuning.sandbox.pool`, never imported by
+the training process. It uses the standard library only, so it can start before (and apart from) any
+torch/CUDA state. Protocol: one JSON object per line on stdin (jobs) and stdout (results); the first line
+it writes is the isolation report.
+
+Isolation, set up once for the pool ("namespaces" tier, where user namespaces work):
+  user + network + mount + pid + ipc + uts namespaces; as host root the namespace's root is mapped to an
+  unprivileged host uid (65534), so RLIMIT_NPROC applies; a pivot_root into a read-only tree that holds
+  only the interpreter and system libraries (no home, no /etc, no /work, no sockets).
+Then per job: a nested user + mount + pid namespace (the job's processes all die with it), a fresh /proc
+and a size-capped tmpfs /tmp as the private working directory, every capability dropped, no_new_privs,
+a seccomp filter (no socket(), io_uring, ptrace or process_vm_*), rlimits (CPU, address space, file
+size, open files, processes, no core files), and a wall-clock deadline enforced here with SIGKILL.
+Without user namespaces ("basic" tier) the job runs as uid 65534 when started as root, in its own
+session and process group with a child subreaper that kills every leftover descendant, in a private
+temporary directory removed afterwards, with the same seccomp filter and rlimits.
+
+Nothing a job sends is trusted here: records are relayed as capped bytes to the parent, which judges
+them against expected values the job never sees.
+"""
+
+from __future__ import annotations
+
+import base64
+
+# Pre-import what solutions commonly import, so each forked job finds it loaded.
+import bisect  # noqa: F401
+import builtins
+import collections  # noqa: F401
+import contextlib
+import copy  # noqa: F401
+import ctypes
+import dataclasses  # noqa: F401
+import decimal  # noqa: F401
+import errno
+import fractions  # noqa: F401
+import functools  # noqa: F401
+import gc
+import heapq  # noqa: F401
+import itertools  # noqa: F401
+import json
+import math  # noqa: F401
+import operator  # noqa: F401
+import os
+import platform
+import random  # noqa: F401
+import re  # noqa: F401
+import resource
+import selectors
+import signal
+import statistics  # noqa: F401
+import string  # noqa: F401
+import struct
+import sys
+import time
+import typing  # noqa: F401
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP = 1, 4, 22, 24
+PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 36, 38, 47
+NOBODY = 65534
+BASIC_UID_BASE = 65400  # basic tier as root: job slot k runs as uid 65400 + k (its own process count)
+MAX_RECORD_BYTES = 1 << 20
+
+# (audit arch, pivot_root, denied syscalls: socket, io_uring_setup, ptrace, process_vm_readv/writev)
+_ARCH = {
+    "x86_64": (0xC000003E, 155, (41, 425, 101, 310, 311)),
+    "aarch64": (0xC00000B7, 41, (198, 425, 117, 270, 271)),
+}
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+# Captured before any solution runs, so a solution that patches builtins does not change the harness.
+_type, _len, _isinstance, _repr = builtins.type, builtins.len, builtins.isinstance, builtins.repr
+_float_repr, _int_str = float.__repr__, int.__repr__
+_BaseException, _exec, _eval, _compile = BaseException, builtins.exec, builtins.eval, builtins.compile
+_write, _exit = os.write, os._exit
+
+
+def _check(ret: int, what: str) -> int:
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return ret
+
+
+def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    _check(
+        _libc.mount(
+            src.encode() if src else None,
+            target.encode(),
+            fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags),
+            data.encode() if data else None,
+        ),
+        f"mount {target}",
+    )
+
+
+def _clone(flags: int) -> int:
+    """fork(2) into new namespaces (raw clone, no new stack: the child continues like a fork's)."""
+    nr = {"x86_64": 56, "aarch64": 220}[platform.machine()]
+    pid = _libc.syscall(ctypes.c_long(nr), ctypes.c_ulong(flags | signal.SIGCHLD), ctypes.c_void_p(0),
+                        ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0))
+    return _check(pid, "clone")
+
+
+def _write_file(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- isolation of the whole pool
+
+
+def _map_ids_self(uid: int, gid: int) -> None:
+    _write_file("/proc/self/setgroups", "deny")
+    _write_file("/proc/self/uid_map", f"0 {uid} 1")
+    _write_file("/proc/self/gid_map", f"0 {gid} 1")
+
+
+def _open_sources(paths: list[str]) -> dict[str, int]:
+    """O_PATH handles on the trees to bind, opened while we can still reach them (e.g. under /root)."""
+    handles: dict[str, int] = {}
+    for path in paths:
+        path = os.path.normpath(path)
+        if path in ("/", "/tmp") or path.startswith("/tmp/") or path in handles or not os.path.lexists(path):
+            continue
+        if os.path.islink(path) and os.path.dirname(path) == "/":
+            handles[path] = -1
+            continue
+        try:
+            handles[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
+        except OSError:
+            continue
+    return handles
+
+
+def _enter_pool_namespaces(wanted: list[str]) -> tuple[dict, dict[str, int]]:
+    """unshare user/net/mount/pid/ipc/uts; as host root map ns-root to uid 65534. Returns facts."""
+    host_root = os.geteuid() == 0
+    flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+    if host_root:
+        # A helper left in the host namespace writes the maps (mapping another uid needs CAP_SETUID there).
+        go_r, go_w = os.pipe()
+        me = os.getpid()
+        helper = os.fork()
+        if helper == 0:
+            try:
+                os.close(go_w)
+                if os.read(go_r, 1) != b"1":
+                    os._exit(3)
+                _write_file(f"/proc/{me}/uid_map", f"0 {NOBODY} 1")
+                _write_file(f"/proc/{me}/gid_map", f"0 {NOBODY} 1")
+                os._exit(0)
+            except BaseException:
+                os._exit(4)
+        os.close(go_r)
+        try:
+            _check(_libc.unshare(flags), "unshare")
+        except OSError:
+            os.write(go_w, b"0")
+            os.waitpid(helper, 0)
+            raise
+        os.write(go_w, b"1")
+        os.close(go_w)
+        _, status = os.waitpid(helper, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise OSError(errno.EPERM, "could not write the uid/gid maps")
+        # Still host uid 0 on the filesystem: open what we will bind (e.g. under /root) in the new mount ns.
+        sources = _open_sources(wanted)
+        os.setgroups([])
+        os.setresgid(0, 0, 0)
+        os.setresuid(0, 0, 0)
+        # The uid change made us non-dumpable, which would hide /proc/self/{uid_map,...} from the jobs.
+        _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        host_uid = NOBODY
+    else:
+        uid, gid = os.geteuid(), os.getegid()
+        _check(_libc.unshare(flags), "unshare")
+        _map_ids_self(uid, gid)
+        host_uid = uid
+        sources = _open_sources(wanted)
+    return sources, {"user_ns": True, "net_ns": True, "mount_ns": True, "pid_ns": True, "ipc_ns": True,
+            "uts_ns": True, "host_uid": host_uid}
+
+
+def _bind_ro(src: str, dst: str) -> None:
+    _mount(src, dst, None, MS_BIND | MS_REC)
+    st = os.statvfs(src)
+    keep = 0
+    for st_flag, ms_flag in ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME),
+                             (2048, MS_NODIRATIME), (4096, MS_RELATIME)):
+        if st.f_flag & st_flag:
+            keep |= ms_flag
+    _mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)
+
+
+def _pivot_into_minimal_root(sources: dict[str, int]) -> list[str]:
+    """Build a read-only root holding only system and interpreter files; return what was bound."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # The new root is a tmpfs over /tmp in this (private) mount namespace: nothing is left on the host.
+    new = "/tmp"
+    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+    bound: list[str] = []
+    for path, fd in sources.items():
+        target = new + path
+        if fd < 0:
+            os.symlink(os.readlink(path), target)
+            continue
+        if any(path.startswith(b + "/") for b in bound):
+            os.close(fd)
+            continue
+        os.makedirs(target, exist_ok=True)
+        _bind_ro(f"/proc/self/fd/{fd}", target)
+        os.close(fd)
+        bound.append(path)
+    for d in ("dev", "proc", "tmp", "etc", "old"):
+        os.makedirs(f"{new}/{d}", exist_ok=True)
+    with open(f"{new}/etc/passwd", "w") as fh:
+        fh.write("root:x:0:0:sandbox:/tmp:/bin/false\n")
+    with open(f"{new}/etc/group", "w") as fh:
+        fh.write("root:x:0:\n")
+    _mount("tmpfs", f"{new}/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
+    for node in ("null", "zero", "full", "random", "urandom"):
+        open(f"{new}/dev/{node}", "w").close()
+        _mount(f"/dev/{node}", f"{new}/dev/{node}", None, MS_BIND)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{new}/dev/{name}")
+    _mount(None, f"{new}/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
+    _mount("proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    arch = _ARCH[platform.machine()]
+    _check(_libc.syscall(arch[1], new.encode(), f"{new}/old".encode()), "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/old", MNT_DETACH), "umount old root")
+    os.rmdir("/old")
+    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    return bound
+
+
+# ---------------------------------------------------------------- per-job walls
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+_SECCOMP: list = []  # [program buffer, sock_fprog], built once in the zygote
+
+
+def _seccomp_filter() -> None:
+    """Deny socket(), io_uring_setup, ptrace and process_vm_* (EACCES); deny foreign syscall ABIs."""
+    if not _SECCOMP:
+        _build_seccomp()
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(_libc.prctl(PR_SET_SECCOMP, 2, ctypes.byref(_SECCOMP[1]), 0, 0), "seccomp")
+
+
+def _build_seccomp() -> None:
+    arch = _ARCH.get(platform.machine())
+    if arch is None:
+        raise OSError(errno.ENOSYS, f"no seccomp table for {platform.machine()}")
+    audit, _, denied = arch
+    allow, eacces, enosys = 0x7FFF0000, 0x00050000 | errno.EACCES, 0x00050000 | errno.ENOSYS
+    prog: list[tuple[int, int, int, int]] = [(0x20, 0, 0, 4), (0x15, 1, 0, audit), (0x06, 0, 0, enosys),
+                                             (0x20, 0, 0, 0)]
+    n = len(denied)
+    prog.append((0x35, n + 1, 0, 0x40000000))  # x32 syscalls -> deny
+    for i, nr in enumerate(denied):
+        prog.append((0x15, n - i, 0, nr))
+    prog.append((0x06, 0, 0, allow))
+    prog.append((0x06, 0, 0, eacces))
+    raw = b"".join(struct.pack("HBBI", *ins) for ins in prog)
+    buf = ctypes.create_string_buffer(raw)
+    _SECCOMP[:] = [buf, _SockFprog(len(prog), ctypes.addressof(buf))]
+
+
+# NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each locked, and KEEP_CAPS locked off: an execve
+# (a shell-out) as the namespace's root gains no capability back.
+_SECUREBITS = 0b11101111
+PR_SET_SECUREBITS = 28
+
+
+def _drop_capabilities() -> None:
+    _check(_libc.prctl(PR_SET_SECUREBITS, _SECUREBITS, 0, 0, 0), "securebits")
+    _libc.prctl(PR_CAP_AMBIENT, 4, 0, 0, 0)
+    _check(_libc.capset(_CAP_HEADER, _CAP_DATA), "capset")
+
+
+_CAP_HEADER = (ctypes.c_uint32 * 2)(0x20080522, 0)
+_CAP_DATA = (ctypes.c_uint32 * 6)()
+
+
+def _set_rlimits(limits: dict) -> None:
+    mem = int(limits["memory_mb"]) << 20
+    cpu = int(limits["cpu_s"])
+    for res, val in (
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_AS, (mem, mem)),
+        (resource.RLIMIT_FSIZE, (int(limits["file_mb"]) << 20,) * 2),
+        (resource.RLIMIT_NOFILE, (int(limits["nofile"]),) * 2),
+        (resource.RLIMIT_NPROC, (int(limits["nproc"]),) * 2),
+        (resource.RLIMIT_CORE, (0, 0)),
+        (resource.RLIMIT_STACK, (min(64 << 20, mem),) * 2),
+    ):
+        resource.setrlimit(res, val)
+
+
+def _close_fds_except(keep: set[int]) -> None:
+    low = 3
+    for fd in sorted(keep):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 65536)
+
+
+def _children_of(parent: int, skip: set[int] | frozenset[int] = frozenset()) -> list[int]:
+    """Pids whose parent is `parent`, read from /proc (a subreaper's orphans included)."""
+    me, kids = str(parent), list[int]()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return kids
+    for entry in entries:
+        if not entry.isdigit() or int(entry) in skip:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        if stat[stat.rfind(")") + 2:].split()[1] == me:
+            kids.append(int(entry))
+    return kids
+
+
+def _kill_descendants() -> None:
+    """Basic tier: as child subreaper, kill every process reparented to us until none is left."""
+    for _ in range(200):
+        kids = _children_of(os.getpid())
+        if not kids:
+            return
+        for pid in kids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in kids:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+# ---------------------------------------------------------------- what runs inside a job
+
+
+def _send(fd: int, record: object) -> None:
+    data = json.dumps(record, separators=(",", ":")).encode()
+    if _len(data) > MAX_RECORD_BYTES:
+        data = json.dumps(["big"]).encode()
+    _write(fd, _len(data).to_bytes(4, "big") + data)
+
+
+_SEQ_TAGS: dict[typing.Any, str] = {list: "l", tuple: "t", set: "s", frozenset: "fs"}
+
+
+def _enc(v: typing.Any, depth: int = 0) -> object:
+    """Encode plain data only (exact builtin types); anything else raises, and the test fails."""
+    if depth > 50:
+        raise ValueError("too deep")
+    t = _type(v)
+    if v is None or t is bool or t is str:
+        return v
+    if t is int:
+        return {"i": _int_str(v)}
+    if t is float:
+        return {"f": _float_repr(v)}
+    if t is complex:
+        return {"c": [_float_repr(v.real), _float_repr(v.imag)]}
+    if t is bytes:
+        return {"b": base64.b64encode(v).decode()}
+    if t is list or t is tuple or t is set or t is frozenset:
+        tag = _SEQ_TAGS[t]
+        return {tag: [_enc(x, depth + 1) for x in v]}
+    if t is dict:
+        return {"d": [[_enc(k, depth + 1), _enc(x, depth + 1)] for k, x in dict.items(v)]}
+    raise TypeError(f"not plain data: {t.__name__}")
+
+
+def _plain(v: typing.Any, depth: int = 0) -> bool:
+    t = _type(v)
+    if v is None or t in (bool, str, int, float, complex, bytes):
+        return True
+    if depth > 50:
+        return False
+    if t in (list, tuple, set, frozenset):
+        return all(_plain(x, depth + 1) for x in v)
+    if t is dict:
+        return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in dict.items(v))
+    return False
+
+
+def _lf_cmp(op: str, a: object, b: object) -> bool:
+    """A comparison that refuses anything but plain data (always-equal objects, int subclasses)."""
+    if not (_plain(a) and _plain(b)):
+        raise AssertionError("comparison of values that are not plain data")
+    if op == "==":
+        return a == b
+    if op == "!=":
+        return a != b
+    if op == "<":
+        return a < b  # type: ignore[operator]
+    if op == "<=":
+        return a <= b  # type: ignore[operator]
+    if op == ">":
+        return a > b  # type: ignore[operator]
+    if op == ">=":
+        return a >= b  # type: ignore[operator]
+    if op == "in":
+        return a in b  # type: ignore[operator]
+    if op == "not in":
+        return a not in b  # type: ignore[operator]
+    if op == "is":
+        return a is b
+    if op == "is not":
+        return a is not b
+    raise AssertionError(f"unknown comparison {op}")
+
+
+def _lf_truth(v: object) -> bool:
+    if _type(v) is bool:
+        return v is True
+    if not _plain(v):
+        raise AssertionError("truth value of something that is not plain data")
+    return bool(v)
+
+
+def _run_solution_then_tests(job: dict, rfd: int) -> None:
+    """The solution runs first, then each test; probe values and markers go to the record pipe."""
+    g: dict = {"__name__": "__main__", "__builtins__": builtins}
+    try:
+        _exec(_compile(job["solution"], "<solution>", "exec"), g)
+    except _BaseException as exc:  # noqa: BLE001 - a solution may raise anything, SystemExit included
+        _send(rfd, ["s", _type(exc).__name__])
+    for ti, steps in enumerate(job["tests"]):
+        g["__lf_cmp"], g["__lf_truth"] = _lf_cmp, _lf_truth
+        failed = False
+        for si, step in enumerate(steps):
+            if step[0] == "exec":
+                try:
+                    _exec(_compile(step[1], f"<test {ti}>", "exec"), g)
+                except _BaseException as exc:  # noqa: BLE001
+                    _send(rfd, ["x", ti, si, _type(exc).__name__])
+                    failed = True
+                    break
+            else:
+                out = []
+                for src in step[1]:
+                    try:
+                        out.append(["ok", _enc(_eval(_compile(src, f"<test {ti}>", "eval"), g))])
+                    except _BaseException as exc:  # noqa: BLE001
+                        out.append(["err", _type(exc).__name__])
+                _send(rfd, ["v", ti, si, out])
+        if not failed:
+            _send(rfd, ["d", ti])
+
+
+def _run_io_cases(job: dict, rfd: int, devnull: int) -> None:
+    """Each stdin case runs the solution in a fresh child; its stdout (capped) goes to the parent."""
+    cap = int(job["limits"]["output_bytes"])
+    for ci, stdin_text in enumerate(job["inputs"]):
+        path = f"in{ci}.txt"
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(stdin_text)
+        out_r, out_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)
+                fd = os.open(path, os.O_RDONLY)
+                os.dup2(fd, 0)
+                os.dup2(out_w, 1)
+                os.dup2(devnull, 2)
+                _close_fds_except(set())
+                sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+                sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+                g = {"__name__": "__main__", "__builtins__": builtins}
+                with contextlib.suppress(SystemExit):
+                    _exec(_compile(job["solution"], "<solution>", "exec"), g)
+                sys.stdout.flush()
+                _exit(0)
+            except _BaseException:  # noqa: BLE001
+                with contextlib.suppress(_BaseException):
+                    sys.stdout.flush()
+                _exit(1)
+        os.close(out_w)
+        chunks: list[bytes] = []
+        total, truncated, status = 0, False, None
+        os.set_blocking(out_r, False)
+        while True:
+            try:
+                data = os.read(out_r, 65536)
+            except BlockingIOError:
+                data = None
+            if data:
+                total += len(data)
+                if total > cap:
+                    truncated = True
+                    break
+                chunks.append(data)
+                continue
+            if data == b"":
+                break
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
+                try:
+                    while True:
+                        more = os.read(out_r, 65536)
+                        if not more:
+                            break
+                        total += len(more)
+                        if total > cap:
+                            truncated = True
+                            break
+                        chunks.append(more)
+                except BlockingIOError:
+                    pass
+                break
+            time.sleep(0.001)
+        os.close(out_r)
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+        if status is None:
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                status = 0
+        code = os.waitstatus_to_exitcode(status) if status is not None else -1
+        text = b"".join(chunks).decode("utf-8", errors="replace")
+        _send(rfd, ["o", ci, text, truncated, code])
+        os.unlink(path)
+
+
+_DEVNULL = [-1]  # opened once in the zygote
+
+
+def _clean_env(home: str) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8"}
+
+
+def _job_body(job: dict, rfd: int, tier: str) -> None:
+    """Runs in the job's first process (pid 1 of the job's pid namespace in the namespaces tier)."""
+    limits = job["limits"]
+    if tier == "namespaces":
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+               f"size={int(limits['disk_mb'])}m,nr_inodes=4096,mode=1777")
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        workdir = "/tmp"  # HOME, TMPDIR and the rest of the environment were set once in the zygote
+        _drop_capabilities()
+    else:
+        workdir = job["workdir"]
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        if os.geteuid() == 0:
+            uid = int(job["uid"])
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+    os.chdir(workdir)
+    if tier != "namespaces":
+        os.environ.clear()
+        os.environ.update(_clean_env(workdir))
+    devnull = _DEVNULL[0]
+    # Non-dumpable: no other process of the job may open our /proc/<pid>/mem (inherited by forks).
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    _seccomp_filter()
+    _set_rlimits(limits)
+    _close_fds_except({rfd, devnull})
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    if job["mode"] == "io":
+        _run_io_cases(job, rfd, devnull)
+    else:
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        _run_solution_then_tests(job, rfd)
+    if tier != "namespaces":
+        _kill_descendants()
+
+
+# ---------------------------------------------------------------- the zygote loop
+
+
+class Zygote:
+    def __init__(self, config: dict) -> None:
+        self.tier = "none"
+        self.config = config
+        self.sel = selectors.DefaultSelector()
+        self.jobs: dict[int, dict] = {}  # keyed by the pid we wait for
+        self.queue: list[dict] = []
+        self.max_jobs = int(config.get("max_jobs", 4))
+        self.free_slots = list(range(self.max_jobs))
+        self.inbuf = b""
+        self.closing = False
+
+    def report(self, facts: dict) -> None:
+        self.out({"ready": True, "tier": self.tier, "facts": facts, "pid": os.getpid()})
+
+    def out(self, obj: dict) -> None:
+        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(1, view)
+            except BlockingIOError:
+                selectors.DefaultSelector().select(0.01)
+                continue
+            view = view[n:]
+
+    def start_job(self, job: dict) -> None:
+        r, w = os.pipe()
+        workdir = None
+        slot = self.free_slots.pop()
+        if self.tier != "namespaces":
+            import tempfile
+
+            workdir = tempfile.mkdtemp(prefix="llmft-job-")
+            job["uid"] = BASIC_UID_BASE + slot
+            if os.geteuid() == 0:
+                os.chown(workdir, job["uid"], job["uid"])
+            job["workdir"] = workdir
+        go_r, go_w = os.pipe()
+        # Namespaces tier: one clone straight into the job's own user, pid and mount namespaces (the child
+        # is pid 1 there); basic tier: a plain fork.
+        ns = self.tier == "namespaces"
+        pid = _clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) if ns else os.fork()
+        if pid == 0:
+            try:
+                os.close(r)
+                os.close(go_w)
+                signal.set_wakeup_fd(-1)
+                for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
+                    signal.signal(s, signal.SIG_DFL)
+                if os.read(go_r, 1) != b"1":
+                    os._exit(71)
+                os.close(go_r)
+                os.setsid()
+                _job_body(job, w, self.tier)
+                os._exit(0)
+            except BaseException as exc:
+                os.write(2, f"sandbox job setup failed: {exc!r}\n".encode())
+                os._exit(70)
+        os.close(w)
+        os.close(go_r)
+        try:
+            if self.tier == "namespaces":
+                # We hold CAP_SETUID in the parent namespace of the job's: map its root to ours.
+                _write_file(f"/proc/{pid}/uid_map", "0 0 1")
+                _write_file(f"/proc/{pid}/gid_map", "0 0 1")
+            os.write(go_w, b"1")
+        except OSError as exc:
+            os.write(2, f"sandbox job start failed: {exc!r}\n".encode())
+            os.kill(pid, signal.SIGKILL)
+        os.close(go_w)
+        os.set_blocking(r, False)
+        state = {"job": job, "fd": r, "buf": bytearray(), "overflow": False, "exited": False,
+                 "eof": False, "deadline": time.monotonic() + float(job["limits"]["timeout_s"]),
+                 "timed_out": False, "workdir": workdir, "pid": pid, "slot": slot}
+        self.jobs[pid] = state
+        self.sel.register(r, selectors.EVENT_READ, pid)
+
+    def finish_if_done(self, pid: int) -> None:
+        st = self.jobs[pid]
+        if not (st["exited"] and st["eof"]):
+            return
+        del self.jobs[pid]
+        self.free_slots.append(st["slot"])
+        if st["workdir"]:
+            import shutil
+
+            shutil.rmtree(st["workdir"], ignore_errors=True)
+            if os.geteuid() == 0:
+                _remove_files_of(BASIC_UID_BASE + st["slot"])
+        status = "timeout" if st["timed_out"] else ("overflow" if st["overflow"] else "ok")
+        self.out({"id": st["job"]["id"], "status": status,
+                  "records": base64.b64encode(bytes(st["buf"])).decode()})
+
+    def on_readable(self, pid: int) -> None:
+        st = self.jobs[pid]
+        cap = int(st["job"]["limits"]["record_bytes"])
+        while True:
+            try:
+                data = os.read(st["fd"], 65536)
+            except BlockingIOError:
+                return
+            if not data:
+                self.sel.unregister(st["fd"])
+                os.close(st["fd"])
+                st["eof"] = True
+                self.finish_if_done(pid)
+                return
+            if len(st["buf"]) + len(data) > cap:
+                st["overflow"] = True
+                self._kill(pid)
+            else:
+                st["buf"] += data
+
+    def _kill(self, pid: int) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        if self.tier != "namespaces":
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in self.jobs:
+                self.jobs[pid]["exited"] = True
+                if self.tier != "namespaces":
+                    with contextlib.suppress(OSError):
+                        os.killpg(pid, signal.SIGKILL)
+                    if os.geteuid() == 0:
+                        _kill_uid(BASIC_UID_BASE + self.jobs[pid]["slot"])
+                self.finish_if_done(pid)
+
+    def on_stdin(self) -> None:
+        try:
+            data = os.read(0, 1 << 20)
+        except BlockingIOError:
+            return
+        if not data:
+            self.closing = True
+            self.sel.unregister(0)
+            return
+        self.inbuf += data
+        while b"\n" in self.inbuf:
+            line, self.inbuf = self.inbuf.split(b"\n", 1)
+            if line.strip():
+                self.queue.append(json.loads(line))
+
+    def serve(self) -> None:
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        os.set_blocking(0, False)
+        self.sel.register(0, selectors.EVENT_READ, "stdin")
+        self.sel.register(wake_r, selectors.EVENT_READ, "wake")
+        while not (self.closing and not self.jobs and not self.queue):
+            if self.closing:
+                self.queue.clear()
+                for pid in list(self.jobs):
+                    self._kill(pid)
+            while self.queue and len(self.jobs) < self.max_jobs:
+                self.start_job(self.queue.pop(0))
+            now = time.monotonic()
+            timeout = 0.5
+            for pid, st in self.jobs.items():
+                if not st["exited"] and now >= st["deadline"]:
+                    st["timed_out"] = True
+                    self._kill(pid)
+                else:
+                    timeout = min(timeout, max(0.0, st["deadline"] - now))
+            for key, _ in self.sel.select(timeout):
+                if key.data == "stdin":
+                    self.on_stdin()
+                elif key.data == "wake":
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(wake_r, 4096)
+                elif key.data in self.jobs:
+                    self.on_readable(key.data)
+            self.reap()
+            if self.tier != "namespaces":
+                _kill_orphans(set(self.jobs))
+
+
+def _kill_uid(uid: int) -> None:
+    """Basic tier as root: SIGKILL every process of a job's own uid until none is left."""
+    for _ in range(1000):
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if os.stat(f"/proc/{entry}").st_uid != uid:
+                    continue
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    stat = fh.read()
+                if stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3] in (b"Z", b"X"):
+                    continue  # dead already; reaped by whoever is its parent
+                os.kill(int(entry), signal.SIGKILL)
+                found = True
+            except OSError:
+                continue
+        if not found:
+            return
+        time.sleep(0.001)
+
+
+def _remove_files_of(uid: int) -> None:
+    """Basic tier as root: what a job (uid 65534) left in the world-writable directories is removed."""
+    for base in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            entries = os.listdir(base)
+        except OSError:
+            continue
+        for name in entries:
+            path = os.path.join(base, name)
+            try:
+                if os.lstat(path).st_uid != uid:
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    import shutil
+
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+
+
+def _kill_orphans(live: set[int]) -> None:
+    """Basic tier: descendants reparented to the zygote (a subreaper) after their job ended are killed."""
+    for pid in _children_of(os.getpid(), live):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    cgroup = config.get("pids_cgroup")
+    facts: dict = {"kernel": platform.release(), "machine": platform.machine(), "pids_cgroup": None}
+    if cgroup:
+        try:
+            _write_file(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()))
+            facts["pids_cgroup"] = cgroup
+        except OSError as exc:
+            facts["pids_cgroup_error"] = str(exc)
+    zygote = Zygote(config)
+    want = config.get("isolation", "auto")
+    if want in ("auto", "namespaces"):
+        try:
+            wanted = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", sys.base_prefix,
+                      sys.prefix, sys.exec_prefix, *config.get("extra_ro", [])]
+            sources, ns_facts = _enter_pool_namespaces(sorted({os.path.normpath(p) for p in wanted}))
+            facts.update(ns_facts)
+            child = os.fork()
+            if child:
+                # Outside the new pid namespace: wait for the zygote (pid 1 inside) and pass its status on.
+                for s in (signal.SIGINT, signal.SIGTERM):
+                    signal.signal(s, signal.SIG_IGN)
+                _, status = os.waitpid(child, 0)
+                os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            facts["bound_read_only"] = _pivot_into_minimal_root(sources)
+            facts["pivot_root"] = True
+            zygote.tier = "namespaces"
+        except OSError as exc:
+            if want == "namespaces" or os.getpid() == 1:
+                zygote.out({"ready": False, "error": f"namespaces unavailable: {exc}"})
+                os._exit(2)
+            facts["namespaces_error"] = str(exc)
+    if zygote.tier == "none":
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        zygote.tier = "basic"
+        facts.update({"user_ns": False, "net_ns": False, "pid_ns": False, "mount_ns": False,
+                      "runs_as_uid": (f"{BASIC_UID_BASE}+slot" if os.geteuid() == 0 else os.geteuid())})
+    _build_seccomp()
+    facts["seccomp_denied"] = ["socket", "io_uring_setup", "ptrace", "process_vm_readv", "process_vm_writev"]
+    facts["rlimits"] = ["CPU", "AS", "FSIZE", "NOFILE", "NPROC", "CORE", "STACK"]
+    facts["capabilities"] = ("all dropped; securebits NOROOT|NO_SETUID_FIXUP|NO_CAP_AMBIENT_RAISE locked"
+                             if zygote.tier == "namespaces" else "none held (uid 65400+slot)")
+    os.environ.clear()
+    os.environ.update(_clean_env("/tmp"))
+    _DEVNULL[0] = os.open("/dev/null", os.O_RDWR)
+    zygote.report(facts)
+    gc.freeze()  # forked jobs then never walk (and so never copy) the zygote's own objects
+    zygote.serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,442 @@
+"""The parent's half of the grader: it splits tests so expected values never enter the sandbox, decodes
+the job's records strictly, and decides every verdict itself.
+
+A top-level `assert EXPR` of a test is split into probes: the maximal sub-expressions that need the
+solution (calls, names, attributes, ...) are sent to the job, which returns their values as plain data
+(exact builtin types only: an always-equal object or an int subclass cannot be encoded); the rest of the
+expression (literals, comparisons, arithmetic, a few builtins such as `abs`, `len`, `sorted`,
+`math.isclose`) is evaluated here, on the decoded values. So `assert f(2) == 4` sends only `f(2)`: the
+job never sees the 4, and no record it can forge passes the test without computing the right value.
+Other statements run in the job; an `assert` nested inside them (loops, functions) is checked in the
+job with comparisons that refuse anything but plain data, and the test then counts on the job's
+completion marker: see references/sandbox.md for what that does and does not cover.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+_PROBE = "__lf_probe_"
+_SAFE_CALLS = {
+    "abs": abs, "len": len, "round": round, "sorted": sorted, "set": set, "frozenset": frozenset,
+    "list": list, "tuple": tuple, "sum": sum, "min": min, "max": max, "all": all, "any": any,
+    "int": int, "float": float, "str": str, "bool": bool, "isinstance": isinstance, "type": type,
+    "dict": dict, "reversed": lambda x: list(reversed(x)),
+}
+_SAFE_MATH = {"isclose": math.isclose, "fabs": math.fabs, "sqrt": math.sqrt, "floor": math.floor,
+              "ceil": math.ceil, "isnan": math.isnan, "isinf": math.isinf}
+_TYPE_NAMES = {"int": int, "float": float, "str": str, "list": list, "tuple": tuple, "dict": dict,
+               "set": set, "frozenset": frozenset, "bool": bool, "bytes": bytes, "complex": complex}
+_NOT_PROBEABLE = (ast.Lambda, ast.GeneratorExp, ast.Starred, ast.Slice, ast.NamedExpr, ast.Await,
+                  ast.Yield, ast.YieldFrom)
+_MAX_SEQ = 1_000_000
+
+
+@dataclass
+class Assertion:
+    """A top-level assert: its expression with probes replaced by placeholder names."""
+
+    expr: ast.expr
+    n_probes: int
+
+
+@dataclass
+class PreparedTest:
+    steps: list[list[Any]]  # sent to the job: ["exec", source] or ["probe", [expr sources]]
+    assertions: dict[int, Assertion]  # step index -> parent-side expression
+    judged_in_job: bool = False  # some check (a nested assert, or none at all) is decided inside the job
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class _CompareRewriter(ast.NodeTransformer):
+    """In code that runs in the job, route comparisons and asserts through the plain-data checks."""
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        parts: list[ast.expr] = []
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            parts.append(ast.Call(ast.Name("__lf_cmp", ast.Load()),
+                                  [ast.Constant(_OP_NAMES[type(op)]), left, right], []))
+            left = right
+        if len(parts) == 1:
+            return parts[0]
+        return ast.BoolOp(ast.And(), parts)
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST:
+        self.generic_visit(node)
+        test = ast.UnaryOp(ast.Not(), ast.Call(ast.Name("__lf_truth", ast.Load()), [node.test], []))
+        return ast.If(test, [ast.Raise(ast.Call(ast.Name("AssertionError", ast.Load()), [], []), None)], [])
+
+
+_OP_NAMES = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+             ast.In: "in", ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not"}
+
+
+def _literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+class _Splitter:
+    def __init__(self) -> None:
+        self.probes: list[str] = []
+
+    def probe(self, node: ast.expr) -> ast.expr:
+        if any(isinstance(n, _NOT_PROBEABLE) for n in ast.walk(node)):
+            raise _Unsupported
+        code = ast.unparse(ast.fix_missing_locations(_CompareRewriter().visit(_copy(node))))
+        self.probes.append(code)
+        return ast.Name(f"{_PROBE}{len(self.probes) - 1}", ast.Load())
+
+    def split(self, node: ast.expr) -> ast.expr:
+        """Return the parent-side expression; sub-expressions that need the solution become probes."""
+        if isinstance(node, ast.Constant) or (_literal(node) and not isinstance(node, ast.Name)):
+            return node
+        try:
+            if isinstance(node, ast.BoolOp):
+                return ast.BoolOp(node.op, [self.split(v) for v in node.values])
+            if isinstance(node, ast.UnaryOp):
+                return ast.UnaryOp(node.op, self.split(node.operand))
+            if isinstance(node, ast.BinOp):
+                return ast.BinOp(self.split(node.left), node.op, self.split(node.right))
+            if isinstance(node, ast.Compare):
+                return ast.Compare(self.split(node.left), node.ops, [self.split(c) for c in node.comparators])
+            if isinstance(node, ast.IfExp):
+                return ast.IfExp(self.split(node.test), self.split(node.body), self.split(node.orelse))
+            if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+                return type(node)([self.split(e) for e in node.elts], ast.Load()) if not isinstance(
+                    node, ast.Set) else ast.Set([self.split(e) for e in node.elts])
+            if isinstance(node, ast.Dict) and None not in node.keys:
+                return ast.Dict([self.split(k) for k in node.keys if k is not None],
+                                [self.split(v) for v in node.values])
+            if isinstance(node, ast.Name) and node.id in _TYPE_NAMES:
+                return node
+            if isinstance(node, ast.Call) and _safe_callee(node.func):
+                return ast.Call(node.func, [self.split(a) for a in node.args],
+                                [ast.keyword(k.arg, self.split(k.value)) for k in node.keywords])
+        except _Unsupported:
+            pass
+        return self.probe(node)
+
+
+def _copy(node: ast.expr) -> ast.expr:
+    return ast.parse(ast.unparse(node), mode="eval").body
+
+
+def _safe_callee(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id in _SAFE_CALLS
+    return (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+            and func.value.id == "math" and func.attr in _SAFE_MATH)
+
+
+def prepare_test(source: str) -> PreparedTest:
+    """Split one test (a string of Python statements) into job steps and parent-side assertions."""
+    tree = ast.parse(source)  # SyntaxError: the caller scores the test 0
+    steps: list[list[Any]] = []
+    assertions: dict[int, Assertion] = {}
+    pending: list[ast.stmt] = []
+    in_job = False
+
+    def flush() -> None:
+        nonlocal in_job
+        if pending:
+            in_job = in_job or any(isinstance(n, (ast.Assert, ast.Raise)) for st in pending for n in ast.walk(st))
+            mod = ast.Module(body=list(pending), type_ignores=[])
+            mod = ast.fix_missing_locations(_CompareRewriter().visit(mod))
+            steps.append(["exec", ast.unparse(mod)])
+            pending.clear()
+
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assert):
+            splitter = _Splitter()
+            try:
+                expr = splitter.split(stmt.test)
+            except _Unsupported:
+                pending.append(stmt)
+                continue
+            flush()
+            assertions[len(steps)] = Assertion(expr, len(splitter.probes))
+            steps.append(["probe", splitter.probes])
+        else:
+            pending.append(stmt)
+    flush()
+    return PreparedTest(steps, assertions, in_job or not assertions)
+
+
+# ---------------------------------------------------------------- records
+
+
+class Malformed(Exception):
+    pass
+
+
+def decode_value(obj: Any, depth: int = 0) -> Any:
+    """Rebuild plain data from the job's tagged JSON; anything unexpected is Malformed."""
+    if depth > 60:
+        raise Malformed("too deep")
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if not isinstance(obj, dict) or len(obj) != 1:
+        raise Malformed(f"not a tagged value: {type(obj).__name__}")
+    (tag, payload), = obj.items()
+    try:
+        if tag == "i" and isinstance(payload, str):
+            return int(payload)
+        if tag == "f" and isinstance(payload, str):
+            return float(payload)
+        if tag == "c" and isinstance(payload, list) and len(payload) == 2:
+            return complex(float(payload[0]), float(payload[1]))
+        if tag == "b" and isinstance(payload, str):
+            return base64.b64decode(payload, validate=True)
+        if tag in ("l", "t", "s", "fs") and isinstance(payload, list):
+            items = [decode_value(x, depth + 1) for x in payload]
+            return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
+        if tag == "d" and isinstance(payload, list):
+            out = {}
+            for pair in payload:
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise Malformed("bad dict item")
+                out[decode_value(pair[0], depth + 1)] = decode_value(pair[1], depth + 1)
+            return out
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise Malformed(str(exc)) from None
+    raise Malformed(f"unknown tag {tag!r}")
+
+
+def split_records(raw: bytes) -> list[Any]:
+    """Length-prefixed JSON frames; a truncated or non-JSON frame makes the whole stream Malformed."""
+    out: list[Any] = []
+    i = 0
+    while i < len(raw):
+        if i + 4 > len(raw):
+            raise Malformed("truncated frame header")
+        n = int.from_bytes(raw[i:i + 4], "big")
+        body = raw[i + 4:i + 4 + n]
+        if len(body) != n:
+            raise Malformed("truncated frame")
+        try:
+            rec = json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise Malformed(f"frame is not JSON: {exc}") from None
+        if not isinstance(rec, list) or not rec or not isinstance(rec[0], str):
+            raise Malformed("frame is not a record")
+        out.append(rec)
+        i += 4 + n
+    return out
+
+
+def _is_index(x: Any) -> bool:
+    return type(x) is int and x >= 0
+
+
+# ---------------------------------------------------------------- parent-side evaluation
+
+
+class _EvalError(Exception):
+    pass
+
+
+def _check_size(v: Any) -> Any:
+    if isinstance(v, (str, bytes, list, tuple)) and len(v) > _MAX_SEQ:
+        raise _EvalError("value too large")
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 100_000:
+        raise _EvalError("integer too large")
+    return v
+
+
+def _binop(op: ast.operator, a: Any, b: Any) -> Any:
+    if isinstance(op, ast.Pow):
+        if isinstance(b, (int, float)) and abs(b) > 10_000:
+            raise _EvalError("exponent too large")
+        return _check_size(a ** b)
+    if isinstance(op, ast.Mult):
+        for x, y in ((a, b), (b, a)):
+            if isinstance(x, (str, bytes, list, tuple)) and isinstance(y, int) and len(x) * y > _MAX_SEQ:
+                raise _EvalError("repetition too large")
+    if isinstance(op, ast.LShift) and isinstance(b, int) and b > 100_000:
+        raise _EvalError("shift too large")
+    if isinstance(op, ast.Mod) and isinstance(a, (str, bytes)):
+        raise _EvalError("string formatting is not evaluated")
+    ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
+           ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.BitAnd: lambda: a & b,
+           ast.BitOr: lambda: a | b, ast.BitXor: lambda: a ^ b, ast.LShift: lambda: a << b,
+           ast.RShift: lambda: a >> b}
+    fn = ops.get(type(op))
+    if fn is None:
+        raise _EvalError(f"operator {type(op).__name__} is not evaluated")
+    return _check_size(fn())
+
+
+def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        if a is None or b is None or isinstance(a, bool) or isinstance(b, bool):
+            same = a is b
+        else:
+            same = type(a) is type(b) and a == b
+        return same if isinstance(op, ast.Is) else not same
+    fns = {ast.Eq: lambda: a == b, ast.NotEq: lambda: a != b, ast.Lt: lambda: a < b, ast.LtE: lambda: a <= b,
+           ast.Gt: lambda: a > b, ast.GtE: lambda: a >= b, ast.In: lambda: a in b,
+           ast.NotIn: lambda: a not in b}
+    return bool(fns[type(op)]())
+
+
+def evaluate(node: ast.expr, probes: list[Any]) -> Any:
+    """Evaluate a parent-side expression over decoded probe values (plain data only)."""
+    if isinstance(node, ast.Name):
+        if node.id.startswith(_PROBE):
+            kind, value = probes[int(node.id[len(_PROBE):])]
+            if kind != "ok":
+                raise _EvalError(f"the expression raised {value}")
+            return value
+        if node.id in _TYPE_NAMES:
+            return _TYPE_NAMES[node.id]
+        raise _EvalError(f"name {node.id}")
+    if isinstance(node, ast.Constant) or _literal(node):
+        return ast.literal_eval(node)
+    if isinstance(node, ast.BoolOp):
+        result: Any = None
+        for v in node.values:
+            result = evaluate(v, probes)
+            if isinstance(node.op, ast.And) and not result:
+                return result
+            if isinstance(node.op, ast.Or) and result:
+                return result
+        return result
+    if isinstance(node, ast.UnaryOp):
+        v = evaluate(node.operand, probes)
+        if isinstance(node.op, ast.Not):
+            return not v
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return +v
+        return ~v
+    if isinstance(node, ast.BinOp):
+        return _binop(node.op, evaluate(node.left, probes), evaluate(node.right, probes))
+    if isinstance(node, ast.Compare):
+        left = evaluate(node.left, probes)
+        for op, comp in zip(node.ops, node.comparators, strict=True):
+            right = evaluate(comp, probes)
+            if not _compare(op, left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.IfExp):
+        return evaluate(node.body, probes) if evaluate(node.test, probes) else evaluate(node.orelse, probes)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [evaluate(e, probes) for e in node.elts]
+        return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+    if isinstance(node, ast.Dict):
+        return {evaluate(k, probes): evaluate(v, probes) for k, v in zip(node.keys, node.values, strict=True)
+                if k is not None}
+    if isinstance(node, ast.Call):
+        func = node.func
+        fn: Any = _SAFE_CALLS[func.id] if isinstance(func, ast.Name) else _SAFE_MATH[func.attr]  # type: ignore[attr-defined]
+        args = [evaluate(a, probes) for a in node.args]
+        kwargs = {k.arg: evaluate(k.value, probes) for k in node.keywords if k.arg}
+        if "key" in kwargs:
+            raise _EvalError("key functions are not evaluated")
+        return _check_size(fn(*args, **kwargs))
+    raise _EvalError(f"{type(node).__name__} is not evaluated")
+
+
+def assertion_holds(assertion: Assertion, results: Any) -> bool:
+    """True only for a well-formed probe record whose values make the assertion true here."""
+    if not isinstance(results, list) or len(results) != assertion.n_probes:
+        return False
+    probes: list[Any] = []
+    for item in results:
+        if not isinstance(item, list) or len(item) != 2 or item[0] not in ("ok", "err"):
+            return False
+        if item[0] == "ok":
+            try:
+                probes.append(("ok", decode_value(item[1])))
+            except Malformed:
+                return False
+        else:
+            probes.append(("err", str(item[1])[:100]))
+    try:
+        value = evaluate(assertion.expr, probes)
+    except (_EvalError, ArithmeticError, TypeError, ValueError, KeyError, IndexError, RecursionError,
+            MemoryError, AttributeError):
+        return False
+    return value is True or (type(value) in (int, float, str, list, tuple, dict, set) and bool(value))
+
+
+def judge_tests(prepared: list[PreparedTest | None], raw: bytes) -> list[bool]:
+    """Per test: passed only with exactly one completion marker, no failure record, and exactly one
+    well-formed, true record for each top-level assertion. A malformed stream fails every test."""
+    passed = [False] * len(prepared)
+    try:
+        records = split_records(raw)
+    except Malformed:
+        return passed
+    seen_values: dict[tuple[int, int], Any] = {}
+    done: dict[int, int] = {}
+    failed: set[int] = set()
+    for rec in records:
+        kind = rec[0]
+        if kind == "s" and len(rec) == 2:
+            continue
+        if kind == "v" and len(rec) == 4 and _is_index(rec[1]) and _is_index(rec[2]):
+            key = (rec[1], rec[2])
+            if key in seen_values:
+                failed.add(rec[1])
+            seen_values[key] = rec[3]
+        elif kind == "x" and len(rec) == 4 and _is_index(rec[1]):
+            failed.add(rec[1])
+        elif kind == "d" and len(rec) == 2 and _is_index(rec[1]):
+            done[rec[1]] = done.get(rec[1], 0) + 1
+        else:
+            return [False] * len(prepared)
+    for ti, test in enumerate(prepared):
+        if test is None or ti in failed or done.get(ti) != 1:
+            continue
+        ok = True
+        for si, assertion in test.assertions.items():
+            if (ti, si) not in seen_values or not assertion_holds(assertion, seen_values[(ti, si)]):
+                ok = False
+                break
+        passed[ti] = ok
+    return passed
+
+
+def normalize_output(text: str) -> str:
+    """Trailing whitespace on each line and trailing blank lines are ignored; nothing else is."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+def judge_io(expected: list[str], raw: bytes) -> list[bool]:
+    """Per case: exactly one untruncated output record whose text equals the expected stdout here."""
+    passed = [False] * len(expected)
+    try:
+        records = split_records(raw)
+    except Malformed:
+        return passed
+    outputs: dict[int, str | None] = {}
+    for rec in records:
+        if rec[0] != "o" or len(rec) != 5 or not _is_index(rec[1]) or not isinstance(rec[2], str) \
+                or type(rec[3]) is not bool:
+            return passed
+        ci = rec[1]
+        outputs[ci] = None if ci in outputs or rec[3] else rec[2]
+    for ci, want in enumerate(expected):
+        got = outputs.get(ci)
+        passed[ci] = got is not None and normalize_output(got) == normalize_output(want)
+    return passed

@@ -1,0 +1,115 @@
+"""The `unit_tests` reward on honest code: formats, io mode, pickling, async, and rows without tests."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import pickle
+
+import pytest
+
+from llm_finetuning.rewards.unit_tests import AsyncUnitTests, UnitTests, completion_code, extract_solution
+from llm_finetuning.sandbox import SandboxPool
+
+TESTS = [
+    "assert add(1, 2) == 3",
+    "assert add(-1, 1) == 0",
+    "x = add(2, 2)\nassert x == 4",
+    "for a in range(3):\n    assert add(a, a) == 2 * a",
+    "import math\nassert math.isclose(add(0.1, 0.2), 0.3)",
+    "assert add('a', 'b') in ['ab', 'ba']",
+    "assert sorted(add([2], [1])) == [1, 2]",
+]
+HONEST = [
+    "```python\ndef add(a, b):\n    return a + b\n```",
+    "Here you go:\n```py\nimport collections, itertools, functools, heapq, json, re, typing, dataclasses\n"
+    "from typing import Any\n\ndef add(a: Any, b: Any) -> Any:\n    return functools.reduce(lambda x, y: x + y, [a, b])\n```\nDone.",
+    "def add(a, b):\n    print('debugging', a, b)\n    return a + b\n",
+    "```python\ndef add(a, b): return a - b\n```\nActually:\n```python\nimport sys\nsys.setrecursionlimit(2000)\n"
+    "def add(a, b):\n    return a + b\n```",
+]
+
+
+@pytest.fixture
+def reward(ns_pool: SandboxPool) -> UnitTests:
+    r = UnitTests(timeout_s=5.0)
+    r.pool = ns_pool
+    return r
+
+
+def test_honest_code_scores_one(reward: UnitTests) -> None:
+    assert reward(prompts=[""] * len(HONEST), completions=HONEST, tests=[TESTS] * len(HONEST)) == [1.0] * len(HONEST)
+
+
+def test_fraction_of_tests_passed(reward: UnitTests) -> None:
+    partial = "def add(a, b):\n    return a + b if isinstance(a, int) else None\n"
+    broken = "def add(a, b) return"
+    scores = reward(prompts=["", ""], completions=[partial, broken], tests=[TESTS, TESTS])
+    assert scores == [4 / 7, 0.0]
+
+
+def test_conversational_completions_use_the_last_assistant_message(reward: UnitTests) -> None:
+    conv = [{"role": "assistant", "content": "def add(a, b): return 0"},
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": [{"type": "text", "text": "```python\ndef add(a, b):\n    return a + b\n```"}]}]
+    assert reward(prompts=[[{"role": "user", "content": "add"}]], completions=[conv], tests=[TESTS]) == [1.0]
+
+
+def test_io_mode(ns_pool: SandboxPool) -> None:
+    r = UnitTests(io_field="cases", timeout_s=5.0)
+    r.pool = ns_pool
+    cases = [{"stdin": "3 4\n", "stdout": "7\n"}, {"stdin": "10 5", "stdout": "15"}, {"stdin": "", "stdout": "0\n"}]
+    honest = "import sys\nnums = [int(t) for t in sys.stdin.read().split()]\nprint(sum(nums))\n"
+    scores = r(prompts=["", ""], completions=[honest, "print(7)"], cases=[cases, cases])
+    assert scores == [1.0, 1 / 3]
+
+
+def test_rows_without_tests_score_none_and_a_missing_column_is_an_error(reward: UnitTests) -> None:
+    assert reward(prompts=["", ""], completions=[HONEST[0], HONEST[0]], tests=[None, []]) == [None, None]
+    with pytest.raises(KeyError, match="tests_field"):
+        reward(prompts=[""], completions=[HONEST[0]], answer=["x"])
+
+
+def test_picklable_with_a_stable_name(reward: UnitTests) -> None:
+    clone = pickle.loads(pickle.dumps(reward))
+    assert clone.__name__ == "unit_tests" and clone.pool is None
+    named = UnitTests(name="unit_tests#2")
+    assert named.__name__ == "unit_tests#2"
+    with pytest.raises(ValueError, match="not both"):
+        UnitTests(tests_field="t", io_field="c")
+
+
+def test_async_variant_is_awaitable(ns_pool: SandboxPool) -> None:
+    def is_async_callable(f: object) -> bool:  # TRL 1.16's trl.trainer.utils.is_async_callable, minus the torch import
+        return inspect.iscoroutinefunction(f) or inspect.iscoroutinefunction(f.__call__)  # type: ignore[operator]
+
+    r = AsyncUnitTests(timeout_s=5.0)
+    r.pool = ns_pool
+    assert is_async_callable(r) and not is_async_callable(UnitTests())
+
+    async def both() -> list[list[float | None]]:
+        return list(await asyncio.gather(r(prompts=[""], completions=[HONEST[0]], tests=[TESTS]),
+                                         r.acall(prompts=[""], completions=["def add(a, b): return 0"], tests=[TESTS])))
+
+    assert asyncio.run(both()) == [[1.0], [1 / 7]]
+
+
+def test_solution_extraction() -> None:
+    assert extract_solution("text ```python\nA\n``` and ```\nB\n```") == "A\n"
+    assert extract_solution("```js\nx\n```\n```\nB\n```") == "B\n"
+    assert extract_solution("no fence") == "no fence"
+    assert extract_solution("```python\nunterminated") == "unterminated"
+    assert completion_code([{"role": "assistant", "content": None}]) == ""
+
+
+def test_example_brief_tests_are_all_judged_by_the_parent() -> None:
+    import json
+    from pathlib import Path
+
+    from llm_finetuning.sandbox.judge import prepare_test
+
+    data = Path(__file__).resolve().parents[2] / "examples" / "code-tests" / "data"
+    rows = [json.loads(line) for f in ("train.jsonl", "eval.jsonl") for line in (data / f).read_text().splitlines()]
+    assert len(rows) == 32
+    for row in rows:
+        assert row["tests"] and all(not prepare_test(t).judged_in_job for t in row["tests"]), row
