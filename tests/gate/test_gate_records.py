@@ -63,25 +63,39 @@ def test_fingerprint_changes_with_any_record(make_brief) -> None:
     assert gate_fingerprint(brief) != before
 
 
+def diagnosed_run(run: Path, healthy: bool, brief_name: str) -> None:
+    """A run directory with metrics and a diagnosis.json in the diagnose area's format 1."""
+    import hashlib
+
+    run.mkdir(parents=True, exist_ok=True)
+    metrics = run / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps({"step": s, "reward": 0.1 * s}) + "\n" for s in range(1, 6)))
+    (run / "diagnosis.json").write_text(json.dumps({
+        "format": 1, "healthy": healthy, "findings": [] if healthy else [{"id": "kl_blowup"}],
+        "brief_name": brief_name, "source": "metrics.jsonl", "ended": True,
+        "source_sha256": hashlib.sha256(metrics.read_bytes()).hexdigest()}))
+
+
 def test_deviation_justified_by_a_healthy_run_warns(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:
     path = make_brief("passing")
     run = path.parent / "runs" / "first"
-    run.mkdir(parents=True)
-    (run / "manifest.json").write_text(json.dumps({"name": "gate-fixture"}))
-    (run / "diagnosis.json").write_text(json.dumps({"healthy": True, "findings": []}))
+    diagnosed_run(run, True, "gate-fixture")
     path.write_text(path.read_text().replace("learning_rate: 5.0e-7", "learning_rate: 1.0e-5\n  deviation: runs/first"))
     monkeypatch.chdir(path.parent)
     report = run_gate(path)
     assert report.passed, report.render()
     [warn] = [c for c in report.checks if c.id == "recipe_values"]
     assert warn.verdict == "warn" and "justified by the healthy run runs/first" in warn.reason
-    (run / "diagnosis.json").write_text(json.dumps({"healthy": False, "findings": [{"id": "kl_blowup"}]}))
+    diagnosed_run(run, False, "gate-fixture")
     [fail] = [c for c in run_gate(path).checks if c.id == "recipe_values"]
-    assert fail.verdict == "fail" and "whose diagnosis was not healthy" in fail.reason
-    (run / "diagnosis.json").write_text(json.dumps({"healthy": True, "findings": []}))
-    (run / "manifest.json").write_text(json.dumps({"name": "another-brief"}))
+    assert fail.verdict == "fail" and "not diagnosed healthy (findings: kl_blowup)" in fail.reason
+    diagnosed_run(run, True, "another-brief")
     [fail] = [c for c in run_gate(path).checks if c.id == "recipe_values"]
-    assert "a run of brief 'another-brief', not 'gate-fixture'" in fail.reason
+    assert "belongs to brief 'another-brief', not 'gate-fixture'" in fail.reason
+    with (run / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 6, "reward": 0.0}\n')
+    diagnosed = [c for c in run_gate(path).checks if c.id == "recipe_values"]
+    assert "changed since it was diagnosed" in diagnosed[0].reason
 
 
 def test_moe_read_from_a_local_config(make_brief) -> None:

@@ -75,26 +75,25 @@ def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | No
 
 
 def _load_deviation(brief: Any) -> Deviation | None:
+    """What the run named by grpo.deviation proves, by the diagnose area's `verify_diagnosis` when present
+    (healthy, ended, metrics unchanged since diagnosis, same brief name), else by reading diagnosis.json."""
     ref = brief.section("grpo").get("deviation")
     if not ref:
         return None
     run_dir = brief.resolve(str(ref))
     if not run_dir.is_dir():
         return Deviation(str(ref), None, None, f"run directory {run_dir} does not exist")
+    try:
+        verify_diagnosis = importlib.import_module("llm_finetuning.diagnose.report").verify_diagnosis
+    except (ImportError, AttributeError):
+        verify_diagnosis = None
     diagnosis = _read_json(run_dir / "diagnosis.json")
-    healthy: bool | None = None
-    if diagnosis is not None and isinstance(diagnosis.get("healthy"), bool):
-        healthy = diagnosis["healthy"]
-    else:
-        try:
-            diagnose = importlib.import_module("llm_finetuning.diagnose")
-            fn = getattr(diagnose, "diagnose_run", None) or getattr(diagnose, "diagnose", None)
-            result = fn(run_dir) if fn is not None else None
-            value = result.get("healthy") if isinstance(result, dict) else getattr(result, "healthy", None)
-            healthy = value if isinstance(value, bool) else None
-        except Exception:  # noqa: BLE001 - a run diagnose cannot read is simply undiagnosed
-            healthy = None
-    return Deviation(str(ref), healthy, _run_brief_name(run_dir, diagnosis))
+    name = _run_brief_name(run_dir, diagnosis)
+    if verify_diagnosis is not None:
+        problems = [str(p) for p in verify_diagnosis(run_dir, brief.name)]
+        return Deviation(str(ref), not problems, brief.name if not problems else name, "; ".join(problems))
+    healthy = diagnosis.get("healthy") if diagnosis is not None else None
+    return Deviation(str(ref), healthy if isinstance(healthy, bool) else None, name)
 
 
 def _load_model_config(brief: Any) -> dict[str, Any] | None:

@@ -41,7 +41,7 @@ def _deviation_problem(brief: Any, ctx: Any) -> str:
     if d is None:
         return "grpo.deviation is not set"
     if d.problem:
-        return f"grpo.deviation: {d.problem}"
+        return f"grpo.deviation {d.run_dir} does not justify it: {d.problem}"
     if d.healthy is None:
         return f"grpo.deviation names {d.run_dir}, which has no diagnosis (no diagnosis.json)"
     if not d.healthy:
