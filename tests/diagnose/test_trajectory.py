@@ -32,6 +32,15 @@ def test_metrics_jsonl_rows_end_marker_and_partial_last_line(tmp_path: Path) -> 
     assert traj.ended and traj.end_step == 10
 
 
+def test_an_end_marker_before_resumed_steps_does_not_end_the_run(tmp_path: Path) -> None:
+    rows = synth.healthy(10)
+    run = synth.write_run(tmp_path / "run", rows[:5])  # stopped at step 5 with its end marker
+    with (run / "metrics.jsonl").open("a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in rows[5:])  # resumed
+    traj = load_trajectory(run)
+    assert traj.last_step == 10 and not traj.ended
+
+
 def test_nan_values_are_kept_out_of_series_but_remembered(tmp_path: Path) -> None:
     run = synth.write_run(tmp_path / "run", synth.nan_loss())
     loss = load_trajectory(run).series("loss")

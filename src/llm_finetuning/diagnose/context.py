@@ -58,18 +58,6 @@ class RunContext:
     notes: list[str] = field(default_factory=list)  # what could not be read, for stderr
 
 
-def _reward_names(rewards: list[dict[str, Any]]) -> list[str]:
-    """TRL's names for the brief's rewards: the fn name, suffixed #2, #3 where a name repeats (DESIGN.md)."""
-    seen: dict[str, int] = {}
-    names = []
-    for spec in rewards:
-        fn = str(spec.get("fn", ""))
-        short = fn.rsplit(":", 1)[-1] if ":" in fn else fn
-        seen[short] = seen.get(short, 0) + 1
-        names.append(short if seen[short] == 1 else f"{short}#{seen[short]}")
-    return names
-
-
 def model_config_is_moe(config: dict[str, Any]) -> bool:
     """True when a transformers config.json describes a mixture-of-experts model."""
     for key in MOE_CONFIG_KEYS:
@@ -105,8 +93,10 @@ def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
     ctx.max_completion_length = grpo.get("max_completion_length")
     ctx.learning_rate = grpo.get("learning_rate")
     ctx.beta = grpo.get("beta")
+    from llm_finetuning.rewards import reward_names
+
     rewards = data.get("rewards", [])
-    names = _reward_names(rewards)
+    names = reward_names(rewards)  # the names TRL logs them under (`rewards/<name>/mean`)
     ctx.reward_weights = {n: float(r.get("weight", 1.0)) for n, r in zip(names, rewards, strict=True)}
     from llm_finetuning.rewards.registry import VERIFIERS
 

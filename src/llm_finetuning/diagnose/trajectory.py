@@ -139,6 +139,7 @@ def _from_events(source: Path, events: list[dict[str, Any]], skipped: int) -> Tr
         if not any(k in event for k in TRAINING_KEYS) and not any(_COMPONENT.match(k) for k in event):
             continue  # the final summary (train_runtime, train_loss) and other non-step events
         by_step[step] = {k: _num(v) for k, v in event.items() if k != "step"}
+        ended = False  # an end marker followed by more steps is a stale one from before a resume
     steps = sorted(by_step)
     return Trajectory(source=source, steps=steps, rows=[by_step[s] for s in steps], eval_rows=eval_rows,
                       ended=ended, end_step=end_step, skipped_lines=skipped)
