@@ -138,6 +138,12 @@ def test_repeated_grad_norm_spikes_and_nan_loss_are_findings(tmp_path: Path) -> 
     assert nan.severity == "error" and nan.evidence["nonfinite_steps"][0] == 33
 
 
+def test_null_loss_as_launch_writes_nan_is_non_finite(tmp_path: Path) -> None:
+    rows = synth.vary(synth.healthy(), loss=lambda t, r: "null" if t > 0.9 else r["loss"])
+    rows = [{k: (None if v == "null" else v) for k, v in r.items()} for r in rows]
+    assert run_rules(tmp_path, rows)["kl_blowup"].evidence["nonfinite_steps"] == [37, 38, 39, 40]
+
+
 def test_one_transient_spike_is_not_a_blowup(tmp_path: Path) -> None:
     assert run_rules(tmp_path, synth.one_spike()) == {}
 

@@ -30,6 +30,9 @@ END_EVENT = "end"
 TRAINING_KEYS = (
     "loss", "reward", "grad_norm", "entropy", "kl", "frac_reward_zero_std", "completions/mean_length",
 )
+# Keys TRL always logs as numbers: a null there is a NaN or infinity that a JSON writer nulled
+# (`finetune launch` writes non-finite values as null), so it counts as non-finite, not as missing.
+NULL_IS_NONFINITE = ("loss", "grad_norm", "kl", "entropy")
 _COMPONENT = re.compile(r"^rewards/(?P<name>.+)/mean$")
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
@@ -69,6 +72,8 @@ class Trajectory:
         for step, row in zip(self.steps, self.rows, strict=True):
             value = row.get(key)
             if value is None:
+                if key in row and key in NULL_IS_NONFINITE:
+                    bad.append(step)
                 continue
             if math.isfinite(value):
                 steps.append(step)
