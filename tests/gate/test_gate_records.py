@@ -134,3 +134,12 @@ def test_local_weights_changed_in_place_make_the_records_stale(make_brief) -> No
     (model / "model.safetensors").write_bytes(b"\1" * 64)  # same size, new content
     failures = [c for c in run_gate(path).failures if c.id == "reward_inspected"]
     assert failures and failures[0].reason.startswith("stale: the model changed since the record: model identity")
+
+
+def test_override_of_a_field_the_brief_decides_elsewhere_fails(make_brief) -> None:
+    path = make_brief("passing", records=False)
+    path.write_text(path.read_text().replace("  gradient_accumulation_steps: 4",
+                                             "  gradient_accumulation_steps: 4\n  overrides: {use_vllm: false, top_k: 20}"))
+    [fail] = [c for c in run_gate(path).checks if c.id == "overrides"]
+    assert (fail.verdict, fail.path) == ("fail", "grpo.overrides.use_vllm")
+    assert fail.fix == "remove grpo.overrides.use_vllm and set hardware.generation instead"

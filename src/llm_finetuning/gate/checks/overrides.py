@@ -18,6 +18,13 @@ VARIANT_DECIDES: dict[str, dict[str, Any]] = {
     "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none"},
     "gspo": {"loss_type": "grpo", "importance_sampling_level": "sequence"},
 }
+# GRPOConfig fields the renderer derives from other parts of the brief: overriding them would contradict it.
+DECIDED_ELSEWHERE = {
+    "use_vllm": "hardware.generation", "vllm_mode": "hardware.generation",
+    "vllm_gpu_memory_utilization": "hardware.vllm_gpu_memory_utilization", "vllm_server_host": "hardware.generation",
+    "vllm_server_port": "hardware.generation", "output_dir": "output_dir", "reward_weights": "rewards[*].weight",
+    "bf16": "model.dtype", "fp16": "model.dtype", "model_init_kwargs": "model.dtype", "use_cpu": "hardware.gpus",
+}
 SCALE_REWARDS_ALIASES = {True: "group", False: "none"}
 
 
@@ -44,6 +51,11 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
             close = difflib.get_close_matches(key, sorted(ctx.trl_fields), n=1)
             fix = f"rename it to `{close[0]}`" if close else "remove it (see TRL's GRPOConfig documentation)"
             results.append(CheckResult(ID, FAIL, path, f"{key!r} is not a field of the installed TRL's GRPOConfig", fix))
+            continue
+        if key in DECIDED_ELSEWHERE:
+            where = DECIDED_ELSEWHERE[key]
+            results.append(CheckResult(ID, FAIL, path, f"{key} is rendered from {where}; an override would contradict it",
+                                       f"remove {path} and set {where} instead"))
             continue
         if key in decided and _normal(key, value) != decided[key]:
             results.append(CheckResult(
