@@ -124,3 +124,4 @@ def test_agreement_figures() -> None:
     assert f["agreement"] == 0.5 and f["n_failed"] == 1 and f["n_scored"] == 3
     assert f["mean_abs_error"] == (0.1 + 0.8 + 0.1) / 3
     assert abs(f["cohen_kappa"] - 0.4) < 1e-9
+    assert f["false_pass_rate"] == 0.0 and f["false_fail_rate"] == 0.5

@@ -47,6 +47,8 @@ def _report(entry: dict[str, Any], record_path: Path) -> str:
         f"  agreement (same side of 0.5; an unscored item counts as a disagreement): {num('agreement')}",
         f"  Cohen's kappa: {num('cohen_kappa')}   mean absolute error: {num('mean_abs_error')}",
         f"  pass rate: labels {num('label_pass_rate')}, judge {num('judge_pass_rate')}",
+        f"  false-pass rate (judge passes what people failed): {num('false_pass_rate')}   "
+        f"false-fail rate: {num('false_fail_rate')}",
         f"  {verdict} args.min_agreement {entry['min_agreement']:.2f}",
         f"record: {record_path}",
     ]
@@ -58,7 +60,8 @@ def _report(entry: dict[str, Any], record_path: Path) -> str:
 @click.command("calibrate-judge")
 @click.argument("brief", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--labels", required=True, type=click.Path(path_type=Path),
-              help="JSONL of human-labelled items: prompt, completion, label (0..1 or true/false).")
+              help="JSONL of human-labelled items: prompt, completion, label (0..1, true/false or pass/fail); "
+                   "other fields are passed to the judge as dataset columns.")
 @click.option("--reward", "reward_name", default=None, help="Which judge reward (when the brief has several).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -> None:

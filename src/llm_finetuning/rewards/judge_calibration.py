@@ -89,7 +89,7 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
 
 
 def agreement_figures(labels: list[float], scores: list[float | None]) -> dict[str, Any]:
-    """Agreement, Cohen's kappa and mean absolute error of judge scores against labels (split at 0.5)."""
+    """Agreement, Cohen's kappa, false-pass/false-fail rates and mean absolute error (split at 0.5)."""
     n = len(labels)
     scored = [(lab, s) for lab, s in zip(labels, scores, strict=True) if s is not None]
     agree = sum(1 for lab, s in scored if (lab >= 0.5) == (s >= 0.5))
@@ -105,15 +105,24 @@ def agreement_figures(labels: list[float], scores: list[float | None]) -> dict[s
         figures["mean_abs_error"] = sum(abs(lab - s) for lab, s in scored) / m
         figures["label_pass_rate"] = p_lab
         figures["judge_pass_rate"] = p_jud
+        fails = [s for lab, s in scored if lab < 0.5]
+        passes = [s for lab, s in scored if lab >= 0.5]
+        # The dangerous direction for a reward: the judge passes what people failed.
+        figures["false_pass_rate"] = sum(1 for s in fails if s >= 0.5) / len(fails) if fails else None
+        figures["false_fail_rate"] = sum(1 for s in passes if s < 0.5) / len(passes) if passes else None
     else:
-        figures.update(cohen_kappa=None, mean_abs_error=None, label_pass_rate=None, judge_pass_rate=None)
+        figures.update(cohen_kappa=None, mean_abs_error=None, label_pass_rate=None, judge_pass_rate=None,
+                       false_pass_rate=None, false_fail_rate=None)
     return figures
 
 
 def calibrate(judge: Any, spec: dict[str, Any], name: str, items: list[dict[str, Any]],
               labels_path: Path) -> dict[str, Any]:
     """Score the items with `judge` and return this judge's calibration entry."""
-    scores = judge(prompts=[it["prompt"] for it in items], completions=[it["completion"] for it in items])
+    extra = sorted({k for it in items for k in it} - {"prompt", "completion", "label"})
+    columns = {k: [it.get(k) for it in items] for k in extra}  # passed through as in training
+    scores = judge(prompts=[it["prompt"] for it in items], completions=[it["completion"] for it in items],
+                   **columns)
     labels = [float(it["label"]) for it in items]
     figures = agreement_figures(labels, scores)
     args = spec.get("args", {})

@@ -1,0 +1,93 @@
+"""Generate references/reward-functions.md: hand-written prose plus the rewards' argument tables and code.
+
+The prose lives in `reward-functions.template.md` next to this module. Lines of the template that are
+exactly a directive are replaced:
+
+- `<!-- args: NAME -->`   the argument table of built-in NAME, from its schema in registry.py
+- `<!-- code: PATH -->`   the whole file src/llm_finetuning/PATH in a fenced block
+- `<!-- code-if-exists: PATH -->`  the same, or a note that the file is not in this tree yet
+
+`python -m llm_finetuning.rewards.docgen` rewrites the page; `--check` exits 1 when the page differs from
+what the template and the code give (CI), so the code shown can never drift from the code that runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from llm_finetuning.brief.docgen import _bounds, _type
+from llm_finetuning.rewards import registry
+
+PAGE = Path("references/reward-functions.md")
+TEMPLATE = Path(__file__).with_name("reward-functions.template.md")
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # src/llm_finetuning
+_DIRECTIVE = re.compile(r"^<!-- (args|code|code-if-exists): (\S+) -->$")
+
+
+def args_table(fn: str) -> str:
+    """A Markdown table of one built-in's arguments."""
+    schema = registry.BUILTINS[fn][1]
+    required = set(schema.get("required", []))
+    rows = ["| arg | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for arg, sub in schema.get("properties", {}).items():
+        default = "required" if arg in required else (
+            f"`{json.dumps(sub['default'])}`" if "default" in sub else "optional")
+        desc = sub.get("description", "").replace("|", "\\|")
+        bounds = _bounds(sub).replace("|", "\\|")
+        rows.append(f"| `{arg}` | {_type(sub)} | {default} | {desc}{' (' + bounds + ')' if bounds else ''} |")
+    rules = []
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            options = [" + ".join(f"`{r}`" for r in o.get("required", [])) for o in schema[key]]
+            rules.append("Give exactly one of: " + ", ".join(options) + ".")
+    if "not" in schema:
+        rules.append("Do not combine: " + ", ".join(f"`{r}`" for r in schema["not"].get("required", [])) + ".")
+    return "\n".join(rows + ([""] + rules if rules else []))
+
+
+def code_block(rel: str, src_dir: Path, required: bool) -> str:
+    """The file src/llm_finetuning/REL as a fenced block, headed by its path."""
+    path = src_dir / rel
+    if not path.is_file():
+        if required:
+            raise FileNotFoundError(f"{path} does not exist (named in {TEMPLATE.name})")
+        return f"*`src/llm_finetuning/{rel}` is not in this tree yet; the page shows it once it exists.*"
+    text = path.read_text(encoding="utf-8")
+    fence = "````" if "```" in text else "```"
+    return f"`src/llm_finetuning/{rel}`\n\n{fence}python\n{text.rstrip()}\n{fence}"
+
+
+def render(src_dir: Path = PACKAGE_DIR, template: Path = TEMPLATE) -> str:
+    out = []
+    for line in template.read_text(encoding="utf-8").splitlines():
+        m = _DIRECTIVE.match(line.strip())
+        if not m:
+            out.append(line)
+        elif m.group(1) == "args":
+            out.append(args_table(m.group(2)))
+        else:
+            out.append(code_block(m.group(2), src_dir, required=m.group(1) == "code"))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    root = Path(args[args.index("--root") + 1]) if "--root" in args else Path.cwd()
+    page = root / PAGE
+    text = render()
+    if "--check" in args:
+        if not page.is_file() or page.read_text(encoding="utf-8") != text:
+            print(f"{page} is stale: run `python -m llm_finetuning.rewards.docgen`", file=sys.stderr)
+            return 1
+        return 0
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(text, encoding="utf-8")
+    print(f"wrote {page}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""references/reward-functions.md is generated from the template and the code, and must not be stale."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from llm_finetuning.rewards import docgen, registry
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_reward_page_is_in_sync_with_the_code() -> None:
+    assert docgen.main(["--check", "--root", str(REPO)]) == 0, "run: python -m llm_finetuning.rewards.docgen"
+
+
+def test_page_shows_every_builtin_its_args_and_its_code() -> None:
+    page = docgen.render()
+    for fn, (target, schema) in registry.BUILTINS.items():
+        assert f"\n## {fn}\n" in page
+        for arg in schema.get("properties", {}):
+            assert f"| `{arg}` |" in page
+        module = target.partition(":")[0].replace("llm_finetuning.", "").replace(".", "/") + ".py"
+        if (docgen.PACKAGE_DIR / module).is_file():
+            assert f"`src/llm_finetuning/{module}`" in page
+            assert (docgen.PACKAGE_DIR / module).read_text(encoding="utf-8").rstrip() in page
+
+
+def test_generator_tolerates_a_missing_unit_tests_module(tmp_path: Path) -> None:
+    src = tmp_path / "llm_finetuning"
+    shutil.copytree(docgen.PACKAGE_DIR / "rewards", src / "rewards")
+    (src / "rewards" / "unit_tests.py").unlink(missing_ok=True)
+    page = docgen.render(src_dir=src)
+    assert "`src/llm_finetuning/rewards/unit_tests.py` is not in this tree yet" in page
+    (src / "rewards" / "unit_tests.py").write_text("def later(): ...\n")
+    assert "def later(): ..." in docgen.render(src_dir=src)
+
+
+def test_a_changed_code_file_makes_the_page_stale(tmp_path: Path) -> None:
+    src = tmp_path / "llm_finetuning"
+    shutil.copytree(docgen.PACKAGE_DIR / "rewards", src / "rewards")
+    before = docgen.render(src_dir=src)
+    with (src / "rewards" / "json_schema.py").open("a") as fh:
+        fh.write("# changed\n")
+    assert docgen.render(src_dir=src) != before
