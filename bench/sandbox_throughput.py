@@ -30,6 +30,24 @@ def solutions(n: int) -> list[str]:
     return [f"```python\ndef f(x):\n    # completion {i}\n    return x * x\n```" for i in range(n)]
 
 
+def _proc_cpu(pid: int) -> float:
+    """utime + stime + cutime + cstime of a process (its reaped children included), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _zygote_pid(pool: SandboxPool) -> int:
+    """The process that forks the jobs: pid 1 of the pool's namespace, or the zygote itself (basic tier)."""
+    assert pool.zygote_pid is not None
+    kids = Path(f"/proc/{pool.zygote_pid}/task/{pool.zygote_pid}/children").read_text().split()
+    return int(kids[0]) if kids else pool.zygote_pid
+
+
+def _own_cpu(children: bool) -> float:
+    t = os.times()
+    return t.user + t.system + ((t.children_user + t.children_system) if children else 0.0)
+
+
 def naive(batch: list[str], workers: int) -> tuple[float, list[float]]:
     """One fresh interpreter per completion: exit code 0 means every assert passed."""
 
@@ -38,18 +56,25 @@ def naive(batch: list[str], workers: int) -> tuple[float, list[float]]:
         proc = subprocess.run([sys.executable, "-c", body], capture_output=True, timeout=30, check=False)
         return 1.0 if proc.returncode == 0 else 0.0
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _own_cpu(children=True)
     with ThreadPoolExecutor(workers) as ex:
         scores = list(ex.map(one, batch))
+    NAIVE_CPU[0] = _own_cpu(children=True) - c0
     return time.perf_counter() - t0, scores
+
+
+NAIVE_CPU = [0.0]
+SANDBOX_CPU = [0.0]
 
 
 def sandboxed(batch: list[str], pool: SandboxPool) -> tuple[float, list[float | None]]:
     reward = UnitTests(timeout_s=10.0, memory_mb=512)
     reward.pool = pool
     reward(prompts=[""] * 8, completions=batch[:8], tests=[TESTS] * 8)  # warm: the pool is pre-started
-    t0 = time.perf_counter()
+    zpid = _zygote_pid(pool)
+    t0, c0, z0 = time.perf_counter(), _own_cpu(children=False), _proc_cpu(zpid)
     scores = reward(prompts=[""] * len(batch), completions=batch, tests=[TESTS] * len(batch))
+    SANDBOX_CPU[0] = _own_cpu(children=False) - c0 + _proc_cpu(zpid) - z0
     return time.perf_counter() - t0, scores
 
 
@@ -67,7 +92,8 @@ def machine() -> dict[str, object]:
     except OSError:
         load = (0.0, 0.0, 0.0)
     return {"cpu": model, "cores": os.cpu_count(), "kernel": platform.release(), "machine": platform.machine(),
-            "python": platform.python_version(), "os": platform.platform(), "loadavg_at_start": load}
+            "python": platform.python_version(), "os": platform.platform(), "loadavg_at_start": load,
+            "note": "a shared machine: other processes compete for the cores; see cpu_ms_per_completion"}
 
 
 def main() -> int:
@@ -89,14 +115,20 @@ def main() -> int:
         print("error: some trivial solution did not score 1", file=sys.stderr)
         return 1
     rate_sandbox, rate_naive = args.n / t_sandbox, args.n / t_naive
+    cores = os.cpu_count() or 1
+    cpu_ms_sandbox, cpu_ms_naive = SANDBOX_CPU[0] / args.n * 1e3, NAIVE_CPU[0] / args.n * 1e3
     result = {
         "benchmark": "sandbox-throughput",
         "completions": args.n,
         "tests_per_completion": len(TESTS),
         "sandbox": {"tier": iso.tier, "seconds": round(t_sandbox, 3), "completions_per_s": round(rate_sandbox, 1),
-                    "concurrent_jobs": pool.max_jobs, "isolation": iso.facts},
+                    "concurrent_jobs": pool.max_jobs, "cpu_ms_per_completion": round(cpu_ms_sandbox, 2),
+                    "projected_completions_per_s_all_cores_idle": round(cores * 1e3 / cpu_ms_sandbox),
+                    "isolation": iso.facts},
         "naive_python_c": {"seconds": round(t_naive, 3), "completions_per_s": round(rate_naive, 1),
-                           "concurrent_workers": pool.max_jobs, "isolation": "none"},
+                           "concurrent_workers": pool.max_jobs, "isolation": "none",
+                           "cpu_ms_per_completion": round(cpu_ms_naive, 2),
+                           "projected_completions_per_s_all_cores_idle": round(cores * 1e3 / cpu_ms_naive)},
         "ratio_sandbox_over_naive": round(rate_sandbox / rate_naive, 2),
         "machine": machine(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -106,6 +138,9 @@ def main() -> int:
     print(f"sandbox ({iso.tier}): {rate_sandbox:.0f} completions/s ({t_sandbox:.2f} s for {args.n})")
     print(f"naive python -c:      {rate_naive:.0f} completions/s ({t_naive:.2f} s for {args.n})")
     print(f"ratio: {rate_sandbox / rate_naive:.1f}x  -> {args.out}")
+    print(f"CPU per completion: sandbox {cpu_ms_sandbox:.2f} ms, naive {cpu_ms_naive:.2f} ms; on {cores} idle cores "
+          f"that is {cores * 1e3 / cpu_ms_sandbox:.0f} vs {cores * 1e3 / cpu_ms_naive:.0f} completions/s "
+          f"(load average now {os.getloadavg()[0]:.1f})")
     return 0
 
 

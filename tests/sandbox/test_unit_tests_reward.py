@@ -113,3 +113,10 @@ def test_example_brief_tests_are_all_judged_by_the_parent() -> None:
     assert len(rows) == 32
     for row in rows:
         assert row["tests"] and all(not prepare_test(t).judged_in_job for t in row["tests"]), row
+
+
+def test_tests_that_finished_before_a_timeout_still_count(ns_pool: SandboxPool) -> None:
+    r = UnitTests(timeout_s=1.0)
+    r.pool = ns_pool
+    slow = "import time\ndef f(x):\n    if x == 3:\n        time.sleep(30)\n    return x * x\n"
+    assert r(prompts=[""], completions=[slow], tests=[["assert f(2) == 4", "assert f(3) == 9", "assert f(4) == 16"]]) == [1 / 3]
