@@ -208,6 +208,9 @@ class MathVerifyWorker:
             self.close()
             raise RuntimeError("the math-verify worker did not start in time")
         self.available = bool(json.loads(hello).get("math_verify"))
+        if not self.available:
+            log.warning("math-verify is not installed; exact_match compares normalised strings and fractions only "
+                        "(pip install math-verify)")
 
     def _read_line(self, timeout_s: float) -> bytes | None:
         assert self._proc is not None and self._proc.stdout is not None

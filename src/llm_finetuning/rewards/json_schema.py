@@ -104,8 +104,25 @@ class JsonSchema:
         self.mode = mode
         self.fenced = fenced
         self.stats = {"scored": 0, "not_json": 0, "invalid": 0, "bad_schema": 0}
+        self._validators: dict[str, Any] = {}
         if schema is not None:
-            _validator(schema)  # a broken inline schema fails at build time, not mid-training
+            self.validator(schema)  # a broken inline schema fails at build time, not mid-training
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_validators"] = {}
+        return state
+
+    def validator(self, schema: dict[str, Any]) -> Any:
+        """A checked validator for `schema`, built once per distinct schema (checking a schema is slow)."""
+        key = json.dumps(schema, sort_keys=True, default=str)
+        found = self._validators.get(key)
+        if found is None:
+            found = _validator(schema)
+            if len(self._validators) >= 1024:
+                self._validators.clear()
+            self._validators[key] = found
+        return found
 
     def _row_schema(self, columns: dict[str, Any], i: int) -> dict[str, Any] | None:
         if self.schema is not None:
@@ -126,7 +143,7 @@ class JsonSchema:
         except StrictJSONError:
             self.stats["not_json"] += 1
             return 0.0
-        errors = list(_validator(schema).iter_errors(instance))
+        errors = list(self.validator(schema).iter_errors(instance))
         if not errors:
             return 1.0
         self.stats["invalid"] += 1
@@ -144,7 +161,7 @@ class JsonSchema:
                 out.append(None)
                 continue
             try:
-                _validator(schema)
+                self.validator(schema)
             except Exception as exc:  # noqa: BLE001 - jsonschema's SchemaError and friends
                 self.stats["bad_schema"] += 1
                 log.warning("%s: row %d has an invalid schema (%s); no reward for it", self.__name__, i,
