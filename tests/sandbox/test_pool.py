@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +47,23 @@ def test_reward_module_imports_no_ml_library() -> None:
             "bad = [m for m in ('torch', 'transformers', 'trl', 'numpy', 'datasets') if m in sys.modules]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_second_wall_caps_this_test_process(second_wall: dict[str, object]) -> None:
+    import resource
+
+    assert resource.getrlimit(resource.RLIMIT_AS)[1] <= 16 << 30
+    assert resource.getrlimit(resource.RLIMIT_FSIZE)[1] <= 2 << 30
+    if second_wall["pids_cgroup"] is not None:
+        assert str(second_wall["pids_cgroup"]).rsplit("/", 1)[1] in Path("/proc/self/cgroup").read_text()
+
+
+def test_process_limit_is_per_job(ns_pool: SandboxPool) -> None:
+    """A bounded probe (50 forks, not a bomb): each job gets its own 32 processes, however many run."""
+    probe = ("import os, time\nn = 0\nfor _ in range(50):\n    try:\n        pid = os.fork()\n"
+             "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n"
+             "    n += 1\n")
+    job = {"mode": "tests", "solution": probe, "tests": [[["probe", ["n"]]]]}
+    results = ns_pool.run_many([job] * 3, Limits(timeout_s=5, nproc=32))
+    counts = [json.loads(r.records[4:4 + int.from_bytes(r.records[:4], "big")])[3][0][1]["i"] for r in results]
+    assert counts == ["31", "31", "31"]  # 32 with the job's first process, in each of three concurrent jobs

@@ -5,7 +5,7 @@ Args: `tests_field` (default `tests`: a list of strings, each one test, e.g. an 
 solution) or `io_field` (a list of `{stdin, stdout}` cases: the solution runs once per case with that
 stdin, and the parent compares its stdout, ignoring trailing whitespace on lines and trailing blank
 lines); `timeout_s` (wall clock for one completion: the solution and all its tests); `memory_mb` (address
-space of each sandboxed process, the interpreter's ~30 MB included).
+space of each sandboxed process, the interpreter's ~20 MB included).
 
 The solution is the last fenced python block of the completion (```python, ```py, ```python3, or a bare
 ```), else the whole completion. A row without the tests column scores None (no signal). Imports no ML
