@@ -24,14 +24,14 @@ import hashlib
 import json
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "\n", "|&"}
-WRAPPERS = {"env", "sudo", "nohup", "time", "exec", "nice", "command", "stdbuf", "timeout", "srun", "uv", "run"}
+WRAPPERS = {"env", "sudo", "nohup", "setsid", "time", "exec", "nice", "command", "stdbuf", "timeout", "srun", "uv",
+            "run"}
+NOT_A_LAUNCH = {"--plan", "--help", "-h"}  # `finetune launch RUN_DIR --plan` only prints what it would run
 RUN_FILES = ("launch.sh", "sbatch.sh", "grpo_config.yaml", "accelerate.yaml")
 # programs that run a rendered file given as an argument (reading one, e.g. `cat`, launches nothing)
 RUNNERS = {"bash", "sh", "zsh", "source", ".", "sbatch", "srun", "trl", "accelerate", "torchrun", "deepspeed",
@@ -101,6 +101,8 @@ def launch_targets(command: str, cwd: Path, depth: int = 0) -> tuple[list[Path],
         if prog.startswith("python") and args[:2] in (["-m", "llm_finetuning.cli"], ["-m", "llm_finetuning"]):
             prog, args = "finetune", args[2:]
         if prog == "finetune" and args[:1] == ["launch"]:
+            if NOT_A_LAUNCH & set(args):
+                continue
             positional = [a for a in args[1:] if not a.startswith("-")]
             if positional:
                 targets.append((here / os.path.expanduser(positional[0])).resolve())
@@ -160,6 +162,9 @@ def gate_verdict(brief: Path) -> dict[str, Any] | None:
         pass
     except Exception as exc:  # noqa: BLE001 - an unreadable brief is a refusal, reported below
         return {"passed": False, "error": str(exc)}
+    import shutil
+    import subprocess
+
     exe = shutil.which("finetune")
     if exe is None:
         return None

@@ -52,7 +52,7 @@ def denied(answer: dict | None) -> str:
 
 
 @pytest.mark.parametrize("command", ["ls -la", "cat runs/r1/grpo_config.yaml", "finetune gate brief.yaml",
-                                     "echo finetune launch"])
+                                     "echo finetune launch", "finetune launch runs/none --plan"])
 def test_commands_that_launch_nothing_pass_silently(command: str, rendered: Path) -> None:
     assert hook(command, rendered) is None
 
