@@ -143,3 +143,14 @@ def test_override_of_a_field_the_brief_decides_elsewhere_fails(make_brief) -> No
     [fail] = [c for c in run_gate(path).checks if c.id == "overrides"]
     assert (fail.verdict, fail.path) == ("fail", "grpo.overrides.use_vllm")
     assert fail.fix == "remove grpo.overrides.use_vllm and set hardware.generation instead"
+
+
+def test_many_unsure_verdicts_warn(make_brief) -> None:
+    from records_builders import build_inspection, loaded
+
+    path = make_brief("passing")
+    build_inspection(loaded(path), verdicts={i: "unsure" for i in range(20)})
+    report = run_gate(path)
+    assert report.passed
+    [warn] = [c for c in report.warnings if c.id == "reward_inspected"]
+    assert "unsure on 20 of 64 samples" in warn.reason

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_finetuning.gate.result import FAIL, PASS, CheckResult
+from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 
 ID = "reward_inspected"
 PATH = "records.inspection"
+UNSURE_WARN = 0.2
 
 
 def check(brief: Any, ctx: Any) -> list[CheckResult]:
@@ -17,6 +18,12 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
     rec = ctx.inspection
     review = rec["review"]
     counts = review.get("counts", {})
-    unsure = f", {counts.get('unsure')} unsure" if counts.get("unsure") else ""
-    return [CheckResult(ID, PASS, PATH, f"{len(rec['samples'])} samples reviewed by {review['reviewer']} "
-                        f"({review['sealed_at']}): no disagreement{unsure}; sealed and current")]
+    n = len(rec["samples"])
+    unsure = int(counts.get("unsure") or 0)
+    results = [CheckResult(ID, PASS, PATH, f"{n} samples reviewed by {review['reviewer']} ({review['sealed_at']}): "
+                           f"no disagreement{f', {unsure} unsure' if unsure else ''}; sealed and current")]
+    if unsure >= UNSURE_WARN * n:
+        results.append(CheckResult(ID, WARN, PATH, f"the reviewer was unsure on {unsure} of {n} samples: the "
+                                   "reward's behaviour there is unconfirmed",
+                                   "look at the unsure samples' notes; sharpen the task or the reward, then inspect again"))
+    return results
