@@ -226,3 +226,23 @@ def test_io_mode_hacks(pool: SandboxPool) -> None:
     assert got["fake"] == 0.5  # right once by luck: the parent compares each case on its own
     assert {k: v for k, v in got.items() if k not in ("honest", "fake")} == dict.fromkeys(
         ["exit_first", "flood", "sleep", "read_expected"], 0.0)
+
+
+def test_fork_and_memory_bomb_is_held_by_the_pool_memory_cgroup(second_wall: dict[str, object]) -> None:
+    """8 processes touching 100 MB each, in a pool capped at 256 MB: the OOM killer takes the job."""
+    pool = SandboxPool(max_jobs=2, isolation="namespaces", max_memory_bytes=256 << 20)
+    try:
+        iso = pool.start()
+        if not iso.active or pool.memory_cgroup_path is None:
+            pytest.skip(f"no active sandbox with a memory cgroup here: {iso.facts}")
+        bomb = ("import os\nfor _ in range(7):\n    if os.fork() == 0:\n        break\n"
+                "x = bytearray(100 << 20)\nimport time\ntime.sleep(10)\n" + HONEST)
+        reward = UnitTests(timeout_s=4.0, memory_mb=192)
+        reward.pool = pool
+        assert reward(prompts=["", ""], completions=[bomb, HONEST], tests=[TESTS, TESTS]) == [0.0, 1.0]
+        failcnt = pool.memory_cgroup_path / "memory.failcnt"
+        events = pool.memory_cgroup_path / "memory.events"
+        assert (int(failcnt.read_text()) if failcnt.exists() else "oom_kill" in events.read_text()) > 0
+        assert reward(prompts=[""], completions=[HONEST], tests=[TESTS]) == [1.0]
+    finally:
+        pool.close()

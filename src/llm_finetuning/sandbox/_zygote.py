@@ -581,6 +581,8 @@ def _job_body(job: dict, rfd: int, tier: str) -> None:
         os.environ.clear()
         os.environ.update(_clean_env(workdir))
     devnull = _DEVNULL[0]
+    with contextlib.suppress(OSError):  # out of memory, the kernel kills jobs before anything else
+        _write_file("/proc/self/oom_score_adj", "1000")
     # Non-dumpable: no other process of the job may open our /proc/<pid>/mem (inherited by forks).
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     _seccomp_filter()
@@ -846,14 +848,19 @@ def _kill_orphans(live: set[int]) -> None:
 
 def main() -> None:
     config = json.loads(sys.argv[1])
-    cgroup = config.get("pids_cgroup")
-    facts: dict = {"kernel": platform.release(), "machine": platform.machine(), "pids_cgroup": None}
-    if cgroup:
-        try:
-            _write_file(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()))
-            facts["pids_cgroup"] = cgroup
-        except OSError as exc:
-            facts["pids_cgroup_error"] = str(exc)
+    facts: dict = {"kernel": platform.release(), "machine": platform.machine()}
+    for kind in ("pids_cgroup", "memory_cgroup"):
+        facts[kind] = None
+        if config.get(kind):
+            try:
+                _write_file(os.path.join(config[kind], "cgroup.procs"), str(os.getpid()))
+                facts[kind] = config[kind]
+            except OSError as exc:
+                facts[f"{kind}_error"] = str(exc)
+    if os.geteuid() == 0:
+        # The zygote is the last process the OOM killer should pick; its jobs (set to 1000) the first.
+        with contextlib.suppress(OSError):
+            _write_file("/proc/self/oom_score_adj", "-1000")
     zygote = Zygote(config)
     want = config.get("isolation", "auto")
     if want in ("auto", "namespaces"):

@@ -83,8 +83,12 @@ class SandboxError(RuntimeError):
 class SandboxPool:
     """A zygote serving up to `max_jobs` concurrent jobs. Thread-safe; `run_many` blocks."""
 
-    def __init__(self, max_jobs: int | None = None, isolation: str = "auto", max_pids: int = 1024) -> None:
+    def __init__(self, max_jobs: int | None = None, isolation: str = "auto", max_pids: int = 1024,
+                 max_memory_bytes: int | None = None) -> None:
         self.max_jobs = max_jobs or max(2, 2 * (os.cpu_count() or 1))
+        ram = cgroup.physical_memory_bytes()
+        # Default: half the machine's memory for the whole pool, so jobs can never starve the host.
+        self.max_memory_bytes = max_memory_bytes or (ram // 2 if ram else None)
         self.isolation_wanted = isolation
         self.max_pids = max_pids
         self._lock = threading.Lock()
@@ -93,6 +97,7 @@ class SandboxPool:
         self._ids = itertools.count(1)
         self._pid = -1
         self._cgroup: Path | None = None
+        self._memory_cgroup: Path | None = None
         self._stderr: Any = None
         self.isolation: Isolation | None = None
 
@@ -100,6 +105,10 @@ class SandboxPool:
     def cgroup_path(self) -> Path | None:
         """The pids cgroup that holds the zygote and every job, where one could be made."""
         return self._cgroup
+
+    @property
+    def memory_cgroup_path(self) -> Path | None:
+        return self._memory_cgroup
 
     @property
     def zygote_pid(self) -> int | None:
@@ -116,11 +125,15 @@ class SandboxPool:
             return self.isolation
         if self._pid != os.getpid():  # forked caller: the old pipes belong to the parent
             self._proc, self._pending = None, {}
-        self._cgroup = cgroup.make_pids_cgroup(f"llmft-sandbox-{os.getpid()}-{id(self):x}", self.max_pids)
+        name = f"llmft-sandbox-{os.getpid()}-{id(self):x}"
+        self._cgroup = cgroup.make_pids_cgroup(name, self.max_pids)
+        self._memory_cgroup = (cgroup.make_cgroup("memory", name, self.max_memory_bytes)
+                               if self.max_memory_bytes else None)
         config = {
             "max_jobs": self.max_jobs,
             "isolation": self.isolation_wanted,
             "pids_cgroup": str(self._cgroup) if self._cgroup else None,
+            "memory_cgroup": str(self._memory_cgroup) if self._memory_cgroup else None,
         }
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
         proc = subprocess.Popen(
@@ -162,10 +175,10 @@ class SandboxPool:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
-        if self._cgroup is not None:
-            # The zygote's namespace may take a moment to empty after its outer process has exited.
+        # The zygote's namespace may take a moment to empty after its outer process has exited.
+        for path in (self._cgroup, self._memory_cgroup):
             deadline = time.monotonic() + 5
-            while not cgroup.remove(self._cgroup) and time.monotonic() < deadline:
+            while path is not None and not cgroup.remove(path) and time.monotonic() < deadline:
                 time.sleep(0.02)
 
     def _reader(self, proc: subprocess.Popen[bytes]) -> None:
