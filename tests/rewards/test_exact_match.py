@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from llm_finetuning.rewards.exact_match import ExactMatch, extract_boxed, extract_last_number, normalise
 
@@ -133,3 +135,20 @@ def test_extraction_helpers() -> None:
     assert extract_last_number("v2 has 3 parts and 1,250.5 units") == "1,250.5"
     assert normalise(r"$\dfrac{2}{4}$") == "1/2"
     assert normalise("1,000 km") == "1000"
+
+
+def test_degenerate_output_is_read_in_one_pass() -> None:
+    # A collapsing policy repeats itself; brace matching must stay linear in the text.
+    text = "\\boxed{" * 50_000 + "7"
+    assert extract_boxed(text) is None
+    assert extract_boxed(text + "}" * 50_000) == "7"
+    assert ExactMatch(math_verify=False)(prompts=["p"], completions=["\\boxed{1} " * 20_000], answer=["1"]) == [1.0]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.sampled_from(list("\\boxed{}fbx#<>/think 0123456789.,-$")), max_size=80))
+def test_any_text_gets_a_zero_or_one_and_never_raises(text: str) -> None:
+    reward = ExactMatch(math_verify=False)
+    assert reward(prompts=["p"], completions=[text], answer=["12"]) in ([0.0], [1.0])
+    boxed = extract_boxed(text)
+    assert boxed is None or boxed in text

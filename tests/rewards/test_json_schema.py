@@ -7,6 +7,8 @@ import pickle
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_finetuning.rewards.json_schema import JsonSchema, StrictJSONError, parse_strict
 
@@ -94,3 +96,16 @@ def test_pickles_with_its_name() -> None:
     copy = pickle.loads(pickle.dumps(JsonSchema(schema=PERSON, name="json_schema#2")))
     assert copy.__name__ == "json_schema#2"
     assert copy(prompts=["p"], completions=['{"name": "A", "age": 1}']) == [1.0]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES)
+def test_strict_parser_round_trips_every_json_value(value: Any) -> None:
+    assert parse_strict(json.dumps(value)) == value
+    assert parse_strict(json.dumps(value, indent=2)) == value

@@ -39,40 +39,57 @@ _UNIT_TAIL = re.compile(r"^(-?[\d.,/]+)\s*(?:[a-z]+\.?(?:\s+[a-z]+\.?)?|\^\\circ
 # ---------------------------------------------------------------------------------------------------
 # Extraction
 
-def _matching_brace(text: str, open_at: int) -> int:
-    """Index of the brace closing the one at `open_at`, or -1. Escaped braces (`\\{`) do not count."""
-    depth = 0
-    i = open_at
+def _brace_pairs(text: str) -> dict[int, int]:
+    """Index of each opening brace -> index of its closing brace, in one pass (escaped braces skipped).
+
+    One pass, so degenerate output (thousands of unclosed `\\boxed{`) costs linear time, not quadratic.
+    """
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    i = 0
     while i < len(text):
         ch = text[i]
         if ch == "\\":
             i += 2
             continue
         if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
+            stack.append(i)
+        elif ch == "}" and stack:
+            pairs[stack.pop()] = i
         i += 1
-    return -1
+    return pairs
 
 
 def extract_boxed(text: str) -> str | None:
     """Content of the last top-level `\\boxed{...}` or `\\fbox{...}` (braces matched), or None."""
-    spans: list[tuple[int, int, str]] = []
+    pairs = _brace_pairs(text)
+    spans: list[tuple[int, int, int]] = []  # (start of the command, start of the content, closing brace)
     for m in _BOX_START.finditer(text):
-        end = _matching_brace(text, m.end() - 1)
-        if end != -1:
-            spans.append((m.start(), end, text[m.end(): end]))
+        end = pairs.get(m.end() - 1)
+        if end is not None:
+            spans.append((m.start(), m.end(), end))
     for m in _BOX_BARE.finditer(text):
-        spans.append((m.start(), m.end() - 1, m.group(1)))
-    outer = [s for s in spans if not any(o[0] < s[0] and s[1] <= o[1] for o in spans)]
-    if not outer:
+        spans.append((m.start(), m.start(1), m.end()))
+    # Matched braces nest or are disjoint: a span is top-level when it starts after every earlier one ends.
+    last: tuple[int, int, int] | None = None
+    reach = -1
+    for span in sorted(spans):
+        if span[0] > reach:
+            last = span
+        reach = max(reach, span[2])
+    if last is None:
         return None
-    content = max(outer)[2].strip()
-    inner = extract_boxed(content)  # \boxed{\boxed{5}} is 5
-    return inner if inner is not None and _BOX_START.match(content) else content
+    start, end = last[1], last[2]
+    while True:  # a box that holds only a box is unwrapped: \boxed{\boxed{5}} is 5
+        i = start
+        while i < end and text[i].isspace():
+            i += 1
+        box = _BOX_START.match(text, i)
+        close = pairs.get(box.end() - 1) if box and box.end() <= end else None
+        if box is None or close is None or text[close + 1: end].strip():
+            break
+        start, end = box.end(), close
+    return text[start:end].strip()
 
 
 def extract_hash(text: str) -> str | None:
