@@ -143,3 +143,11 @@ def test_create_refuses_samples_missing_a_reward(brief: Any) -> None:
     samples = [{"prompt": "p", "completion": "c", "rewards": {"exact_match": 1.0}}]
     with pytest.raises(RecordError, match="brief's rewards are"):
         inspection.create_inspection(brief, samples, brief.folder / "records" / "inspection.json", None)
+
+
+def test_samples_file_must_sit_beside_the_record(brief: Any) -> None:
+    path = build_inspection(brief)
+    edit_json(path, lambda r: r.update(samples_file="../../elsewhere.jsonl"))
+    problems = verify_inspection(brief, path)
+    assert kinds(problems) == [("malformed", "record")]
+    assert "is not a file name beside the record" in problems[0].message

@@ -35,8 +35,13 @@ def run_gate(brief_path: Path) -> GateReport:
         return report
     ctx = load_context(brief)
     report = GateReport(str(brief_path), brief.name)
-    for _, check in CHECKS:
-        report.checks.extend(check(brief, ctx))
+    for check_id, check in CHECKS:
+        try:
+            report.checks.extend(check(brief, ctx))
+        except Exception as exc:  # noqa: BLE001 - a check that breaks rejects; it never passes by accident
+            report.checks.append(CheckResult(
+                check_id, FAIL, "", f"the check itself failed: {type(exc).__name__}: {exc}",
+                "report this as a bug in llm-finetuning, with the brief and its records"))
     if report.passed:
         report.fingerprint = gate_fingerprint(brief)
     return report

@@ -125,6 +125,10 @@ def _check_structure(rec: dict[str, Any], path: Path) -> None:
         if not isinstance(rec.get(key), typ):
             raise UnusableInput(f"{path}: field {key!r} is missing or not a {typ.__name__}",
                                 "run `finetune inspect` again", str(path))
+    name = rec["samples_file"]
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise UnusableInput(f"{path}: samples_file {name!r} is not a file name beside the record",
+                            "run `finetune inspect` again", str(path))
     for key in ("review", "seal"):
         if rec.get(key) is not None and not isinstance(rec.get(key), dict):
             raise UnusableInput(f"{path}: field {key!r} is not an object", "run `finetune inspect` again", str(path))
