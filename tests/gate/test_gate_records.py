@@ -154,3 +154,16 @@ def test_many_unsure_verdicts_warn(make_brief) -> None:
     assert report.passed
     [warn] = [c for c in report.warnings if c.id == "reward_inspected"]
     assert "unsure on 20 of 64 samples" in warn.reason
+
+
+def test_a_check_that_raises_rejects_the_brief(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:
+    import llm_finetuning.gate.checks as checks
+
+    def broken(brief: object, ctx: object) -> list:
+        raise KeyError("grpo")
+
+    monkeypatch.setattr(checks, "CHECKS", [*checks.CHECKS, ("broken_check", broken)])
+    report = run_gate(make_brief("passing"))
+    assert not report.passed and report.exit_code == 1
+    [fail] = report.failures
+    assert (fail.id, fail.reason) == ("broken_check", "the check itself failed: KeyError: 'grpo'")
