@@ -9,6 +9,7 @@ highest. Other modes misbehave the way real endpoints do. The mode is the first 
 - /garbage/v1/...               the model's free text only: no score line
 - /badjson/v1/...               HTTP 200 with a body that is not JSON
 - /slow/v1/...                  sleeps `SLOW_S` before answering (past a short client timeout)
+- /trickle/v1/...               a valid answer sent one byte every 0.2 s (slower in total than the timeout)
 - /flaky/v1/...                 HTTP 503 for the first request with a given body, then as /ok
 - /unauthorized/v1/...          HTTP 401
 """
@@ -97,6 +98,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "slow":
             time.sleep(SLOW_S)
+        if mode == "trickle":  # headers at once, then a byte every 0.2 s: never idle long enough to time out
+            body = b'{"choices": [{"message": {"content": "SCORE: 5"}}]}' + b" " * 10
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                for byte in body:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            return
         if mode == "flaky":
             with self.server.lock:
                 first = raw not in self.server.seen

@@ -113,3 +113,11 @@ def test_pickles_with_its_cache_and_name(judge_server) -> None:  # type: ignore[
     copy = pickle.loads(pickle.dumps(reward))
     assert copy.__name__ == "judge#2" and copy.cache == reward.cache
     assert copy(prompts=["pickle?"], completions=["yes"]) == first
+
+
+def test_a_server_that_trickles_bytes_still_meets_the_deadline(judge_server) -> None:  # type: ignore[no-untyped-def]
+    reward = judge(judge_server.url("trickle"), timeout_s=1.0, max_retries=0)
+    start = time.monotonic()
+    assert reward(prompts=["p"], completions=["c"]) == [None]
+    assert reward.stats["failed_timeout"] == 1
+    assert time.monotonic() - start < 3.0  # the whole answer would take 13 s

@@ -141,9 +141,12 @@ class Judge:
             resp = conn.getresponse()
             chunks = []
             while True:
-                if time.monotonic() > deadline:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise JudgeError("timeout", f"no complete answer within {self.timeout_s:g} s")
-                chunk = resp.read(65536)
+                if conn.sock is not None:  # a server that trickles bytes still meets the deadline
+                    conn.sock.settimeout(left)
+                chunk = resp.read1(65536)
                 if not chunk:
                     break
                 chunks.append(chunk)
