@@ -36,11 +36,14 @@ def _proc_cpu(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def _zygote_pid(pool: SandboxPool) -> int:
-    """The process that forks the jobs: pid 1 of the pool's namespace, or the zygote itself (basic tier)."""
-    assert pool.zygote_pid is not None
-    kids = Path(f"/proc/{pool.zygote_pid}/task/{pool.zygote_pid}/children").read_text().split()
-    return int(kids[0]) if kids else pool.zygote_pid
+def _zygote_cpu(pool: SandboxPool) -> float:
+    """CPU of every process that forks jobs (pid 1 of each zygote's namespace, or the zygote itself in
+    the basic tier), reaped jobs included."""
+    total = 0.0
+    for pid in pool.zygote_pids:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        total += _proc_cpu(int(kids[0]) if kids else pid)
+    return total
 
 
 def _own_cpu(children: bool) -> float:
@@ -71,10 +74,9 @@ def sandboxed(batch: list[str], pool: SandboxPool) -> tuple[float, list[float | 
     reward = UnitTests(timeout_s=10.0, memory_mb=512)
     reward.pool = pool
     reward(prompts=[""] * 8, completions=batch[:8], tests=[TESTS] * 8)  # warm: the pool is pre-started
-    zpid = _zygote_pid(pool)
-    t0, c0, z0 = time.perf_counter(), _own_cpu(children=False), _proc_cpu(zpid)
+    t0, c0, z0 = time.perf_counter(), _own_cpu(children=False), _zygote_cpu(pool)
     scores = reward(prompts=[""] * len(batch), completions=batch, tests=[TESTS] * len(batch))
-    SANDBOX_CPU[0] = _own_cpu(children=False) - c0 + _proc_cpu(zpid) - z0
+    SANDBOX_CPU[0] = _own_cpu(children=False) - c0 + _zygote_cpu(pool) - z0
     return time.perf_counter() - t0, scores
 
 
@@ -122,7 +124,7 @@ def main() -> int:
         "completions": args.n,
         "tests_per_completion": len(TESTS),
         "sandbox": {"tier": iso.tier, "seconds": round(t_sandbox, 3), "completions_per_s": round(rate_sandbox, 1),
-                    "concurrent_jobs": pool.max_jobs, "cpu_ms_per_completion": round(cpu_ms_sandbox, 2),
+                    "concurrent_jobs": pool.max_jobs, "zygotes": pool.zygotes, "cpu_ms_per_completion": round(cpu_ms_sandbox, 2),
                     "projected_completions_per_s_all_cores_idle": round(cores * 1e3 / cpu_ms_sandbox),
                     "isolation": iso.facts},
         "naive_python_c": {"seconds": round(t_naive, 3), "completions_per_s": round(rate_naive, 1),

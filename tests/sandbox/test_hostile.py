@@ -157,7 +157,8 @@ def _run_batch(pool: SandboxPool, tests: list[str], tmp_path: Path) -> None:
         allowed = {"read_secrets", "write_outside"} if pool.isolation.tier == "basic" else set()  # type: ignore[union-attr]
         assert {n: s for n, s in got.items() if not n.startswith("honest") and s != 0.0 and n not in allowed} == {}
         assert got["honest-1"] == 1.0 and got["honest-2"] == 1.0
-        assert elapsed < 30, elapsed
+        print("batch seconds", round(elapsed, 2))
+        assert elapsed < 60, elapsed  # 2 s deadlines, 8 jobs at a time; generous for a busy machine
         # The daemon would write after 3 s: give it the chance, then look for every trace.
         time.sleep(3.5)
         leftovers = [p for p in Path("/").glob(f"*/{marker}*")] + [p for d in before for p in Path(d).glob(f"{marker}*")]
@@ -170,7 +171,8 @@ def _run_batch(pool: SandboxPool, tests: list[str], tmp_path: Path) -> None:
         with pytest.raises(BlockingIOError):
             listener.accept()
         if pool.cgroup_path is not None:
-            expected = 2 if pool.isolation is not None and pool.isolation.tier == "namespaces" else 1
+            per_zygote = 2 if pool.isolation is not None and pool.isolation.tier == "namespaces" else 1
+            expected = per_zygote * len(pool.zygote_pids)
             deadline = time.monotonic() + 5
             while len(_processes_in(pool.cgroup_path)) > expected and time.monotonic() < deadline:
                 time.sleep(0.1)

@@ -80,67 +80,23 @@ class SandboxError(RuntimeError):
     pass
 
 
-class SandboxPool:
-    """A zygote serving up to `max_jobs` concurrent jobs. Thread-safe; `run_many` blocks."""
+class _Zygote:
+    """One zygote process, its pending jobs, and the thread that reads its replies."""
 
-    def __init__(self, max_jobs: int | None = None, isolation: str = "auto", max_pids: int = 1024,
-                 max_memory_bytes: int | None = None) -> None:
-        self.max_jobs = max_jobs or max(2, 2 * (os.cpu_count() or 1))
-        ram = cgroup.physical_memory_bytes()
-        # Default: half the machine's memory for the whole pool, so jobs can never starve the host.
-        self.max_memory_bytes = max_memory_bytes or (ram // 2 if ram else None)
-        self.isolation_wanted = isolation
-        self.max_pids = max_pids
-        self._lock = threading.Lock()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._pending: dict[int, Future[JobResult]] = {}
-        self._ids = itertools.count(1)
-        self._pid = -1
-        self._cgroup: Path | None = None
-        self._memory_cgroup: Path | None = None
-        self._stderr: Any = None
-        self.isolation: Isolation | None = None
+    def __init__(self, proc: subprocess.Popen[bytes], stderr: Any, isolation: Isolation) -> None:
+        self.proc, self.stderr, self.isolation = proc, stderr, isolation
+        self.pending: dict[int, Future[JobResult]] = {}
+        self.lock = threading.Lock()
+        threading.Thread(target=self._reader, daemon=True, name="sandbox-reader").start()
 
-    @property
-    def cgroup_path(self) -> Path | None:
-        """The pids cgroup that holds the zygote and every job, where one could be made."""
-        return self._cgroup
-
-    @property
-    def memory_cgroup_path(self) -> Path | None:
-        return self._memory_cgroup
-
-    @property
-    def zygote_pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    # ------------------------------------------------------------------ lifecycle
-    def start(self) -> Isolation:
-        with self._lock:
-            return self._ensure_started()
-
-    def _ensure_started(self) -> Isolation:
-        if self._proc is not None and self._pid == os.getpid() and self._proc.poll() is None:
-            assert self.isolation is not None
-            return self.isolation
-        if self._pid != os.getpid():  # forked caller: the old pipes belong to the parent
-            self._proc, self._pending = None, {}
-        name = f"llmft-sandbox-{os.getpid()}-{id(self):x}"
-        self._cgroup = cgroup.make_pids_cgroup(name, self.max_pids)
-        self._memory_cgroup = (cgroup.make_cgroup("memory", name, self.max_memory_bytes)
-                               if self.max_memory_bytes else None)
-        config = {
-            "max_jobs": self.max_jobs,
-            "isolation": self.isolation_wanted,
-            "pids_cgroup": str(self._cgroup) if self._cgroup else None,
-            "memory_cgroup": str(self._memory_cgroup) if self._memory_cgroup else None,
-        }
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
+    @classmethod
+    def spawn(cls, config: dict[str, Any]) -> _Zygote:
+        stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
         proc = subprocess.Popen(
             [sys.executable, "-I", str(ZYGOTE), json.dumps(config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=self._stderr,
+            stderr=stderr,
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             cwd="/",
             close_fds=True,
@@ -153,50 +109,137 @@ class SandboxPool:
         except ValueError:
             proc.kill()
             proc.wait()
-            self._stderr.seek(0)
-            raise SandboxError(f"sandbox zygote failed to start: {self._stderr.read()[-2000:]!r}") from None
+            stderr.seek(0)
+            raise SandboxError(f"sandbox zygote failed to start: {stderr.read()[-2000:]!r}") from None
         if not hello.get("ready"):
             proc.wait()
             raise SandboxError(f"sandbox zygote refused to start: {hello.get('error')}")
-        self._proc, self._pid = proc, os.getpid()
-        self.isolation = Isolation(hello["tier"], hello["facts"])
-        threading.Thread(target=self._reader, args=(proc,), daemon=True, name="sandbox-reader").start()
-        return self.isolation
+        return cls(proc, stderr, Isolation(hello["tier"], hello["facts"]))
 
-    def close(self) -> None:
-        with self._lock:
-            proc, self._proc = self._proc, None
-        if proc is None or self._pid != os.getpid():
-            return
-        try:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
-        # The zygote's namespace may take a moment to empty after its outer process has exited.
-        for path in (self._cgroup, self._memory_cgroup):
-            deadline = time.monotonic() + 5
-            while path is not None and not cgroup.remove(path) and time.monotonic() < deadline:
-                time.sleep(0.02)
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
-    def _reader(self, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
+    def _reader(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
             try:
                 msg = json.loads(line)
-                fut = self._pending.pop(int(msg["id"]), None)
+                with self.lock:
+                    fut = self.pending.pop(int(msg["id"]), None)
                 result = JobResult(msg["status"], base64.b64decode(msg.get("records", "")), msg.get("detail", ""))
             except (ValueError, KeyError, TypeError):
                 continue
             if fut is not None:
                 fut.set_result(result)
         # The zygote is gone: every job still waiting fails (the parent scores it 0).
-        with self._lock:
-            pending, self._pending = self._pending, {}
+        with self.lock:
+            pending, self.pending = self.pending, {}
         for fut in pending.values():
             fut.set_result(JobResult("error", b"", "sandbox zygote exited"))
+
+    def submit(self, job_id: int, line: bytes, fut: Future[JobResult]) -> None:
+        with self.lock:
+            self.pending[job_id] = fut
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line)
+            self.proc.stdin.flush()
+        except OSError:
+            with self.lock:
+                self.pending.pop(job_id, None)
+            fut.set_result(JobResult("error", b"", "sandbox zygote is not accepting jobs"))
+
+    def close(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+class SandboxPool:
+    """`zygotes` zygote processes (one per core, up to 4, by default) serving up to `max_jobs`
+    concurrent jobs in all. Several zygotes because each forks serially: on a busy machine one zygote's
+    forks become the bottleneck. Thread-safe; `run_many` blocks."""
+
+    def __init__(self, max_jobs: int | None = None, isolation: str = "auto", max_pids: int = 1024,
+                 max_memory_bytes: int | None = None, zygotes: int | None = None) -> None:
+        cores = os.cpu_count() or 1
+        self.zygotes = max(1, zygotes or min(cores, 4))
+        self.max_jobs = max(self.zygotes, max_jobs or 4 * cores)
+        ram = cgroup.physical_memory_bytes()
+        # Default: half the machine's memory for the whole pool, so jobs can never starve the host.
+        self.max_memory_bytes = max_memory_bytes or (ram // 2 if ram else None)
+        self.isolation_wanted = isolation
+        self.max_pids = max_pids
+        self._lock = threading.Lock()
+        self._zygotes: list[_Zygote] = []
+        self._ids = itertools.count(1)
+        self._pid = -1
+        self._cgroup: Path | None = None
+        self._memory_cgroup: Path | None = None
+        self.isolation: Isolation | None = None
+
+    @property
+    def cgroup_path(self) -> Path | None:
+        """The pids cgroup that holds the zygotes and every job, where one could be made."""
+        return self._cgroup
+
+    @property
+    def memory_cgroup_path(self) -> Path | None:
+        return self._memory_cgroup
+
+    @property
+    def zygote_pids(self) -> list[int]:
+        return [z.proc.pid for z in self._zygotes]
+
+    @property
+    def zygote_pid(self) -> int | None:
+        return self._zygotes[0].proc.pid if self._zygotes else None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> Isolation:
+        with self._lock:
+            return self._ensure_started()
+
+    def _ensure_started(self) -> Isolation:
+        if self._pid != os.getpid():  # a forked caller: the old pipes belong to the parent
+            self._zygotes, self._pid = [], os.getpid()
+        self._zygotes = [z for z in self._zygotes if z.alive()]
+        if len(self._zygotes) == self.zygotes:
+            assert self.isolation is not None
+            return self.isolation
+        if self._cgroup is None and self._memory_cgroup is None:
+            name = f"llmft-sandbox-{os.getpid()}-{id(self):x}"
+            self._cgroup = cgroup.make_pids_cgroup(name, self.max_pids)
+            self._memory_cgroup = (cgroup.make_cgroup("memory", name, self.max_memory_bytes)
+                                   if self.max_memory_bytes else None)
+        config = {
+            "max_jobs": -(-self.max_jobs // self.zygotes),
+            "isolation": self.isolation_wanted,
+            "pids_cgroup": str(self._cgroup) if self._cgroup else None,
+            "memory_cgroup": str(self._memory_cgroup) if self._memory_cgroup else None,
+        }
+        while len(self._zygotes) < self.zygotes:
+            self._zygotes.append(_Zygote.spawn(config))
+        self.isolation = self._zygotes[0].isolation
+        return self.isolation
+
+    def close(self) -> None:
+        with self._lock:
+            zygotes, self._zygotes = self._zygotes, []
+        if self._pid != os.getpid():
+            return
+        for z in zygotes:
+            z.close()
+        # A zygote's namespace may take a moment to empty after its outer process has exited.
+        for path in (self._cgroup, self._memory_cgroup):
+            deadline = time.monotonic() + 5
+            while path is not None and not cgroup.remove(path) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        self._cgroup = self._memory_cgroup = None
 
     # ------------------------------------------------------------------ jobs
     def submit(self, job: dict[str, Any], limits: Limits) -> Future[JobResult]:
@@ -204,15 +247,9 @@ class SandboxPool:
         with self._lock:
             self._ensure_started()
             job_id = next(self._ids)
-            self._pending[job_id] = fut
-            line = json.dumps({**job, "id": job_id, "limits": limits.to_json()}) + "\n"
-            assert self._proc is not None and self._proc.stdin is not None
-            try:
-                self._proc.stdin.write(line.encode())
-                self._proc.stdin.flush()
-            except OSError:
-                self._pending.pop(job_id, None)
-                fut.set_result(JobResult("error", b"", "sandbox zygote is not accepting jobs"))
+            zygote = min(self._zygotes, key=lambda z: len(z.pending))
+            line = (json.dumps({**job, "id": job_id, "limits": limits.to_json()}) + "\n").encode()
+            zygote.submit(job_id, line, fut)
         return fut
 
     def run_many(self, jobs: list[dict[str, Any]], limits: Limits) -> list[JobResult]:
