@@ -67,3 +67,27 @@ def test_process_limit_is_per_job(ns_pool: SandboxPool) -> None:
     results = ns_pool.run_many([job] * 3, Limits(timeout_s=5, nproc=32))
     counts = [json.loads(r.records[4:4 + int.from_bytes(r.records[:4], "big")])[3][0][1]["i"] for r in results]
     assert counts == ["31", "31", "31"]  # 32 with the job's first process, in each of three concurrent jobs
+
+
+def test_namespaces_tier_without_host_root(second_wall: dict[str, object]) -> None:
+    """Root inside a user namespace (as in a rootless container) takes the unprivileged path: the
+    zygote maps only its own uid, and still gets every namespace and the pivot_root."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) here")
+    code = (
+        "from llm_finetuning.sandbox import SandboxPool\n"
+        "from llm_finetuning.rewards.unit_tests import UnitTests\n"
+        "p = SandboxPool(max_jobs=2, isolation='namespaces'); iso = p.start()\n"
+        "r = UnitTests(timeout_s=5); r.pool = p\n"
+        "print(iso.tier, iso.facts['pivot_root'], r(prompts=['', ''], completions=['def f(x): return x*x',"
+        " 'import socket\\nsocket.socket()\\ndef f(x): return x*x'], tests=[['assert f(2) == 4']] * 2))\n"
+        "p.close()\n"
+    )
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "true"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"user namespaces are not available to this user: {probe.stderr.decode()[-200:]}")
+    out = subprocess.run(["unshare", "--user", "--map-root-user", sys.executable, "-c", code],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["namespaces", "True", "[1.0,", "0.0]"]

@@ -147,7 +147,14 @@ def _open_sources(paths: list[str]) -> dict[str, int]:
 
 def _enter_pool_namespaces(wanted: list[str]) -> tuple[dict, dict[str, int]]:
     """unshare user/net/mount/pid/ipc/uts; as host root map ns-root to uid 65534. Returns facts."""
-    host_root = os.geteuid() == 0
+    # Only root of the initial user namespace may map another uid; root inside a container's user
+    # namespace (rootless Docker/Podman) maps itself, like any unprivileged user.
+    try:
+        with open("/proc/self/uid_map") as fh:
+            initial_ns = fh.read().split() == ["0", "0", "4294967295"]
+    except OSError:
+        initial_ns = False
+    host_root = os.geteuid() == 0 and initial_ns
     flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
     if host_root:
         # A helper left in the host namespace writes the maps (mapping another uid needs CAP_SETUID there).
