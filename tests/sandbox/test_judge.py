@@ -32,6 +32,16 @@ def test_expected_values_never_reach_the_job() -> None:
     assert not test.judged_in_job
 
 
+def test_literals_bound_in_the_test_stay_out_of_the_job() -> None:
+    test = prepare_test("expected = [424242, 1]\nassert f(1) == expected\nexpected = g()\nassert f(2) == expected")
+    assert test.steps[1] == ["probe", ["f(1)"]]  # the literal is compared here
+    assert test.steps[3] == ["probe", ["f(2)", "expected"]]  # rebound by code: the job evaluates it
+    assert judge_tests([test], frame(["v", 0, 1, [["ok", {"l": [{"i": "424242"}, {"i": "1"}]}]]],
+                                     ["v", 0, 3, [["ok", {"i": "3"}], ["ok", {"i": "3"}]]], ["d", 0])) == [True]
+    assert judge_tests([test], frame(["v", 0, 1, [["ok", {"i": "7"}]]],
+                                     ["v", 0, 3, [["ok", {"i": "3"}], ["ok", {"i": "3"}]]], ["d", 0])) == [False]
+
+
 def test_statements_run_in_the_job_and_nested_asserts_use_plain_comparisons() -> None:
     test = prepare_test("x = f(2)\nfor i in range(2):\n    assert f(i) == i\nassert x == 4")
     assert test.steps[0][0] == "exec" and "__lf_cmp('=='" in test.steps[0][1]

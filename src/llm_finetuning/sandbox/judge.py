@@ -90,8 +90,9 @@ def _literal(node: ast.expr) -> bool:
 
 
 class _Splitter:
-    def __init__(self) -> None:
+    def __init__(self, known: dict[str, ast.expr] | None = None) -> None:
         self.probes: list[str] = []
+        self.known = known or {}  # test-local names bound to a literal: evaluated here, not in the job
 
     def probe(self, node: ast.expr) -> ast.expr:
         if any(isinstance(n, _NOT_PROBEABLE) for n in ast.walk(node)):
@@ -102,6 +103,8 @@ class _Splitter:
 
     def split(self, node: ast.expr) -> ast.expr:
         """Return the parent-side expression; sub-expressions that need the solution become probes."""
+        if isinstance(node, ast.Name) and node.id in self.known:
+            return _copy(self.known[node.id])
         if isinstance(node, ast.Constant) or (_literal(node) and not isinstance(node, ast.Name)):
             return node
         try:
@@ -142,6 +145,25 @@ def _safe_callee(func: ast.expr) -> bool:
             and func.value.id == "math" and func.attr in _SAFE_MATH)
 
 
+def _note_bindings(stmt: ast.stmt, known: dict[str, ast.expr]) -> None:
+    """Track `name = <literal>` in a test, so `assert f(x) == name` keeps the literal out of the job;
+    any other binding of the name (anywhere in the statement, nested definitions included) forgets it."""
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            known.pop(n.id, None)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            for name in n.names:
+                known.pop(name, None)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            known.pop(n.name, None)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for alias in n.names:
+                known.pop((alias.asname or alias.name).split(".")[0], None)
+    if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and _literal(stmt.value)):
+        known[stmt.targets[0].id] = stmt.value
+
+
 def prepare_test(source: str) -> PreparedTest:
     """Split one test (a string of Python statements) into job steps and parent-side assertions."""
     tree = ast.parse(source)  # SyntaxError: the caller scores the test 0
@@ -159,9 +181,10 @@ def prepare_test(source: str) -> PreparedTest:
             steps.append(["exec", ast.unparse(mod)])
             pending.clear()
 
+    known: dict[str, ast.expr] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.Assert):
-            splitter = _Splitter()
+            splitter = _Splitter(known)
             try:
                 expr = splitter.split(stmt.test)
             except _Unsupported:
@@ -171,6 +194,7 @@ def prepare_test(source: str) -> PreparedTest:
             assertions[len(steps)] = Assertion(expr, len(splitter.probes))
             steps.append(["probe", splitter.probes])
         else:
+            _note_bindings(stmt, known)
             pending.append(stmt)
     flush()
     return PreparedTest(steps, assertions, in_job or not assertions)
