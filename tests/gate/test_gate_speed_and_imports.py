@@ -16,7 +16,8 @@ PROBE = """
 import json, sys
 from llm_finetuning.gate import run_gate
 report = run_gate(sys.argv[1])
-heavy = sorted(m for m in ("torch", "transformers", "trl", "vllm", "numpy", "datasets", "jsonschema") if m in sys.modules)
+heavy = sorted(m for m in ("torch", "transformers", "trl", "vllm", "numpy", "datasets", "jsonschema", "yaml")
+               if m in sys.modules)
 print(json.dumps({"heavy": heavy, "checks": len(report.checks)}))
 """
 
@@ -25,7 +26,7 @@ def test_cached_gate_imports_no_heavy_module(make_brief, private_cache: Path) ->
     brief = make_brief("passing")
     env = {"LLM_FINETUNING_CACHE": str(private_cache), "PATH": "/usr/bin:/bin"}
     first = subprocess.run([sys.executable, "-c", PROBE, str(brief)], capture_output=True, text=True, env=env, check=True)
-    assert "torch" not in json.loads(first.stdout)["heavy"]
+    assert set(json.loads(first.stdout)["heavy"]) <= {"jsonschema", "yaml"}
     second = subprocess.run([sys.executable, "-c", PROBE, str(brief)], capture_output=True, text=True, env=env, check=True)
     assert json.loads(second.stdout)["heavy"] == []
 
@@ -42,3 +43,18 @@ def test_ast_field_list_matches_the_imported_grpo_config() -> None:
     from trl import GRPOConfig
 
     assert grpo_config_fields() == frozenset(f.name for f in dataclasses.fields(GRPOConfig))
+
+
+def test_cached_validity_is_dropped_when_a_named_file_changes(make_brief) -> None:
+    from llm_finetuning.gate import run_gate
+
+    path = make_brief("passing")
+    assert run_gate(path).passed
+    assert run_gate(path).passed  # from the cache
+    (path.parent / "my_rewards.py").write_text("def other(prompts, completions, **kw):\n    return []\n")
+    fails = [(c.id, c.path) for c in run_gate(path).failures]
+    assert fails == [("brief_is_valid", "rewards[1].fn"), ("brief_is_valid", "")]
+    (path.parent / "my_rewards.py").unlink()
+    (path.parent / "data" / "train.jsonl").unlink()
+    fails = [(c.id, c.path) for c in run_gate(path).failures]
+    assert ("brief_is_valid", "data.train") in fails

@@ -4,13 +4,12 @@
 `check_brief` depends only on the brief's text, the brief package's code and schema, the reward registry,
 and the files the brief names (data files, a local model directory, custom reward modules next to the
 brief). When all of those are byte-for-byte (or stat-for-stat) what they were when the brief last passed,
-the earlier verdict stands; otherwise the full `load_brief` runs and a pass is remembered. Only passes are
-cached, so an invalid brief is always reported in full.
+the earlier verdict stands and the YAML parsed then is reused; otherwise the full `load_brief` runs and a
+pass is remembered. Only passes are cached, so an invalid brief is always reported in full.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -18,8 +17,7 @@ from typing import Any
 
 import llm_finetuning
 from llm_finetuning.brief import Brief, apply_defaults, sha256_bytes
-from llm_finetuning.brief.load import load_yaml_file
-from llm_finetuning.records._io import cache_dir
+from llm_finetuning.records._io import atomic_write_json, cache_dir
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
 CODE_FILES = ("brief/__init__.py", "brief/check.py", "brief/load.py", "brief/brief.schema.json",
@@ -72,22 +70,46 @@ def _cache_key(path: Path, text: str, raw: dict[str, Any]) -> str | None:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
+def _entry_path(path: Path, data: bytes) -> Path:
+    name = hashlib.sha256(str(path).encode() + b"\0" + data).hexdigest()
+    return cache_dir() / "valid-briefs" / f"{name}.json"
+
+
+def _cached_brief(path: Path) -> Brief | None:
+    """The brief from the cache when these exact bytes passed before and nothing they name changed."""
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
+        entry = json.loads(_entry_path(path, data).read_text(encoding="utf-8"))
+        raw = entry["raw"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(raw, dict) or entry.get("key") != _cache_key(path, text, raw):
+        return None
+    return Brief(path=path, data=apply_defaults(raw), raw=raw, sha256=sha256_bytes(data), text=text)
+
+
+def _remember(path: Path, brief: Brief) -> None:
+    """Cache a valid brief's parsed YAML (when it survives JSON unchanged) with its key."""
+    key = _cache_key(path, brief.text, brief.raw)
+    try:
+        if key is None or json.loads(json.dumps(brief.raw)) != brief.raw:
+            return  # a custom module off the brief's folder, or YAML values JSON cannot hold (dates, int keys)
+        atomic_write_json(_entry_path(path, brief.text.encode("utf-8")), {"key": key, "raw": brief.raw})
+    except (OSError, TypeError, ValueError):
+        pass
+
+
 def load_brief_for_gate(path: Path) -> tuple[Brief | None, list[Any]]:
-    """Like `llm_finetuning.brief.load_brief`, with the cached fast path described above."""
+    """Like `llm_finetuning.brief.load_brief`, with the cached fast path described above (on a hit,
+    neither PyYAML nor jsonschema is imported)."""
     path = Path(path)
-    raw = load_yaml_file(path)  # raises UnusableInput for unreadable YAML, as load_brief does
-    text = path.read_text(encoding="utf-8")
-    key = _cache_key(path.resolve(), text, raw)
-    marker = cache_dir() / "valid-briefs" / key if key else None
-    if marker is not None and marker.is_file():
-        brief = Brief(path=path.resolve(), data=apply_defaults(raw), raw=raw,
-                      sha256=sha256_bytes(text.encode("utf-8")), text=text)
-        return brief, []
+    cached = _cached_brief(path.resolve())
+    if cached is not None:
+        return cached, []
     from llm_finetuning.brief import load_brief
 
-    loaded, errors = load_brief(path)
-    if loaded is not None and marker is not None:
-        with contextlib.suppress(OSError):
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.touch()
+    loaded, errors = load_brief(path)  # raises UnusableInput for unreadable YAML
+    if loaded is not None:
+        _remember(path.resolve(), loaded)
     return loaded, errors
