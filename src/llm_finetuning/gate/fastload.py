@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import llm_finetuning
-from llm_finetuning.brief import Brief, apply_defaults, sha256_bytes
+from llm_finetuning.brief import Brief, sha256_bytes
 from llm_finetuning.records._io import atomic_write_json, cache_dir
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
@@ -81,21 +81,24 @@ def _cached_brief(path: Path) -> Brief | None:
         data = path.read_bytes()
         text = data.decode("utf-8")
         entry = json.loads(_entry_path(path, data).read_text(encoding="utf-8"))
-        raw = entry["raw"]
+        raw, defaulted = entry["raw"], entry["data"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         return None
-    if not isinstance(raw, dict) or entry.get("key") != _cache_key(path, text, raw):
+    if not isinstance(raw, dict) or not isinstance(defaulted, dict) or entry.get("key") != _cache_key(path, text, raw):
         return None
-    return Brief(path=path, data=apply_defaults(raw), raw=raw, sha256=sha256_bytes(data), text=text)
+    return Brief(path=path, data=defaulted, raw=raw, sha256=sha256_bytes(data), text=text)
 
 
 def _remember(path: Path, brief: Brief) -> None:
-    """Cache a valid brief's parsed YAML (when it survives JSON unchanged) with its key."""
+    """Cache a valid brief's parsed YAML and defaulted data (when they survive JSON unchanged) with its key.
+
+    The key covers the schema file, so the cached defaults change when the schema's do."""
     key = _cache_key(path, brief.text, brief.raw)
+    entry = {"key": key, "raw": brief.raw, "data": brief.data}
     try:
-        if key is None or json.loads(json.dumps(brief.raw)) != brief.raw:
+        if key is None or json.loads(json.dumps(entry)) != entry:
             return  # a custom module off the brief's folder, or YAML values JSON cannot hold (dates, int keys)
-        atomic_write_json(_entry_path(path, brief.text.encode("utf-8")), {"key": key, "raw": brief.raw})
+        atomic_write_json(_entry_path(path, brief.text.encode("utf-8")), entry)
     except (OSError, TypeError, ValueError):
         pass
 
