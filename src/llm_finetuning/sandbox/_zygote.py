@@ -65,7 +65,7 @@ MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP = 1, 4, 22, 24
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 36, 38, 47
 NOBODY = 65534
-BASIC_UID_BASE = 65400  # basic tier as root: job slot k runs as uid 65400 + k (its own process count)
+BASIC_UID_BASE = 65400  # basic tier as root: job slot k of zygote z runs as its own uid, 65400 + z * 64 + k
 MAX_RECORD_BYTES = 1 << 20
 
 # (audit arch, pivot_root, denied syscalls: socket, io_uring_setup, ptrace, process_vm_readv/writev)
@@ -620,6 +620,8 @@ class Zygote:
         self.queue: list[dict] = []
         self.max_jobs = int(config.get("max_jobs", 4))
         self.free_slots = list(range(self.max_jobs))
+        # Distinct uids for every slot of every zygote of a pool (basic tier): no job can signal another.
+        self.uid_base = BASIC_UID_BASE + 64 * int(config.get("index", 0))
         self.inbuf = b""
         self.closing = False
 
@@ -645,7 +647,7 @@ class Zygote:
             import tempfile
 
             workdir = tempfile.mkdtemp(prefix="llmft-job-")
-            job["uid"] = BASIC_UID_BASE + slot
+            job["uid"] = self.uid_base + slot
             if os.geteuid() == 0:
                 os.chown(workdir, job["uid"], job["uid"])
             job["workdir"] = workdir
@@ -700,7 +702,7 @@ class Zygote:
 
             shutil.rmtree(st["workdir"], ignore_errors=True)
             if os.geteuid() == 0:
-                _remove_files_of(BASIC_UID_BASE + st["slot"])
+                _remove_files_of(self.uid_base + st["slot"])
         status = "timeout" if st["timed_out"] else ("overflow" if st["overflow"] else "ok")
         self.out({"id": st["job"]["id"], "status": status,
                   "records": base64.b64encode(bytes(st["buf"])).decode()})
@@ -746,7 +748,7 @@ class Zygote:
                     with contextlib.suppress(OSError):
                         os.killpg(pid, signal.SIGKILL)
                     if os.geteuid() == 0:
-                        _kill_uid(BASIC_UID_BASE + self.jobs[pid]["slot"])
+                        _kill_uid(self.uid_base + self.jobs[pid]["slot"])
                 self.finish_if_done(pid)
 
     def on_stdin(self) -> None:
@@ -896,12 +898,12 @@ def main() -> None:
         _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         zygote.tier = "basic"
         facts.update({"user_ns": False, "net_ns": False, "pid_ns": False, "mount_ns": False,
-                      "runs_as_uid": (f"{BASIC_UID_BASE}+slot" if os.geteuid() == 0 else os.geteuid())})
+                      "runs_as_uid": (f"{zygote.uid_base}+slot" if os.geteuid() == 0 else os.geteuid())})
     _build_seccomp()
     facts["seccomp_denied"] = ["socket", "io_uring_setup", "ptrace", "process_vm_readv", "process_vm_writev"]
     facts["rlimits"] = ["CPU", "AS", "FSIZE", "NOFILE", "NPROC", "CORE", "STACK"]
     facts["capabilities"] = ("all dropped; securebits NOROOT|NO_SETUID_FIXUP|NO_CAP_AMBIENT_RAISE locked"
-                             if zygote.tier == "namespaces" else "none held (uid 65400+slot)")
+                             if zygote.tier == "namespaces" else "none held (a uid of its own per slot)")
     os.environ.clear()
     os.environ.update(_clean_env("/tmp"))
     _DEVNULL[0] = os.open("/dev/null", os.O_RDWR)

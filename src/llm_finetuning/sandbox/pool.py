@@ -83,14 +83,14 @@ class SandboxError(RuntimeError):
 class _Zygote:
     """One zygote process, its pending jobs, and the thread that reads its replies."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], stderr: Any, isolation: Isolation) -> None:
-        self.proc, self.stderr, self.isolation = proc, stderr, isolation
+    def __init__(self, proc: subprocess.Popen[bytes], stderr: Any, isolation: Isolation, index: int) -> None:
+        self.proc, self.stderr, self.isolation, self.index = proc, stderr, isolation, index
         self.pending: dict[int, Future[JobResult]] = {}
         self.lock = threading.Lock()
         threading.Thread(target=self._reader, daemon=True, name="sandbox-reader").start()
 
     @classmethod
-    def spawn(cls, config: dict[str, Any]) -> _Zygote:
+    def spawn(cls, config: dict[str, Any], index: int) -> _Zygote:
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
         proc = subprocess.Popen(
             [sys.executable, "-I", str(ZYGOTE), json.dumps(config)],
@@ -114,7 +114,7 @@ class _Zygote:
         if not hello.get("ready"):
             proc.wait()
             raise SandboxError(f"sandbox zygote refused to start: {hello.get('error')}")
-        return cls(proc, stderr, Isolation(hello["tier"], hello["facts"]))
+        return cls(proc, stderr, Isolation(hello["tier"], hello["facts"]), index)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -169,6 +169,8 @@ class SandboxPool:
         cores = os.cpu_count() or 1
         self.zygotes = max(1, zygotes or min(cores, 4))
         self.max_jobs = max(self.zygotes, max_jobs or 4 * cores)
+        if -(-self.max_jobs // self.zygotes) > 64:
+            raise ValueError("at most 64 jobs per zygote (the basic tier gives each slot its own uid)")
         ram = cgroup.physical_memory_bytes()
         # Default: half the machine's memory for the whole pool, so jobs can never starve the host.
         self.max_memory_bytes = max_memory_bytes or (ram // 2 if ram else None)
@@ -222,8 +224,9 @@ class SandboxPool:
             "pids_cgroup": str(self._cgroup) if self._cgroup else None,
             "memory_cgroup": str(self._memory_cgroup) if self._memory_cgroup else None,
         }
-        while len(self._zygotes) < self.zygotes:
-            self._zygotes.append(_Zygote.spawn(config))
+        used = {z.index for z in self._zygotes}
+        for index in [i for i in range(self.zygotes) if i not in used]:
+            self._zygotes.append(_Zygote.spawn({**config, "index": index}, index))
         self.isolation = self._zygotes[0].isolation
         return self.isolation
 
