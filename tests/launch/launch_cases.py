@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "records"))
+sys.path.insert(0, str(REPO / "bench"))
 
-from records_builders import build_baseline, build_inspection  # noqa: E402
+from launch_gpu import synthetic_records  # noqa: E402  (records API; synthetic, tests and benchmarks only)
 
 TINY_BRIEF = """\
 brief: 1
@@ -52,7 +52,6 @@ def make_brief(folder: Path, model_dir: Path, *, max_steps: int = 4, save_steps:
     """brief.yaml for the tiny model with 16 rows of data, and (by default) a sealed inspection and a
     nonzero baseline bound to it through the records API, so the real gate passes."""
     from llm_finetuning.brief import load_brief
-    from llm_finetuning.models import model_identity
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "data").mkdir(exist_ok=True)
@@ -65,9 +64,7 @@ def make_brief(folder: Path, model_dir: Path, *, max_steps: int = 4, save_steps:
     brief, errors = load_brief(path)
     assert brief is not None, errors
     if records:
-        identity = model_identity(brief.data["model"], brief.folder)
-        build_baseline(brief, model_identity=identity)
-        build_inspection(brief, model_identity=identity)
+        synthetic_records(path)
     return path
 
 

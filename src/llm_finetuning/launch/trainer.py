@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,12 +105,22 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool) -> list[Any]:
     from transformers import TrainerCallback
 
     class MetricsCallback(TrainerCallback):  # type: ignore[misc]
-        """metrics.jsonl: one object per TRL log event, `step` and `epoch` first."""
+        """metrics.jsonl: one object per TRL log event, `step` and `epoch` first, then `elapsed_s`
+        (wall-clock seconds since this process began training) and TRL's keys."""
+
+        started = 0.0
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            self.started = time.monotonic()
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             if state.is_world_process_zero and logs:
-                row = {"step": state.global_step, "epoch": _clean(state.epoch)}
+                row = {"step": state.global_step, "epoch": _clean(state.epoch),
+                       "elapsed_s": round(time.monotonic() - self.started, 3)}
                 row.update({k: _clean(v) for k, v in logs.items()})
+                if torch.cuda.is_available():  # this process's peak, to hold against `finetune memory`
+                    row["memory/max_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
+                    row["memory/max_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
                 _jsonl_append(run_dir / METRICS, [row])
 
     class StopOnSignal(TrainerCallback):  # type: ignore[misc]
@@ -345,6 +356,10 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
     final_model = None
     if stop.signal_name is None:
         final_model = _save_final(trainer, run_dir)
+    import torch
+
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
     return TrainOutcome(
         global_step=int(trainer.state.global_step), max_steps=int(trainer.state.max_steps),
         stopped_by=stop.signal_name, checkpoint=str(last) if last else None, final_model=final_model,

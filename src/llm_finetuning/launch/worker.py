@@ -9,6 +9,7 @@ vLLM) before it loads anything heavy, so launching the scripts by hand skips no 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -27,6 +28,8 @@ def run_worker(run_dir: Path, resume: bool, extra_args: list[str], progress: boo
         for line in exc.lines:
             print(f"finetune launch: {line}", file=sys.stderr)
         return exc.exit_code
+    if int(os.environ.get("RANK", "0")) != 0:
+        return EXIT_REJECTED if outcome.stopped_by else EXIT_OK  # rank 0 reports for every process
     if outcome.stopped_by:
         print(f"finetune launch: stopped by {outcome.stopped_by} at step {outcome.global_step} of "
               f"{outcome.max_steps}; checkpoint {outcome.checkpoint}. Continue with: "
