@@ -67,6 +67,13 @@ def hostile_cases(port: int, marker: str, canary: str) -> dict[str, str]:
             "            os.write(fd, len(data).to_bytes(4, 'big') + data)\n        except OSError:\n"
             "            pass\nos._exit(0)\n"
         ),
+        "forge_parent_protocol": (
+            "import os, glob\nlines = b''.join(b'{\"id\": %d, \"status\": \"ok\", \"records\": \"\"}\\n' % i "
+            "for i in range(1, 3000))\nfor path in ['/proc/1/fd/0', '/proc/1/fd/1'] + glob.glob('/proc/*/fd/*'):\n"
+            "    try:\n        fd = os.open(path, os.O_WRONLY)\n        os.write(fd, lines)\n    except OSError:\n"
+            "        pass\nfor fd in range(0, 64):\n    try:\n        os.write(fd, lines)\n    except OSError:\n"
+            "        pass\ndef f(x):\n    return -1\n"
+        ),
         "ignore_signals_loop": (
             "import signal\nfor s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM):\n"
             "    signal.signal(s, signal.SIG_IGN)\nwhile True:\n    pass\n"
@@ -218,6 +225,12 @@ def test_io_mode_hacks(pool: SandboxPool) -> None:
         "fake": "print('4')\n",
         "sleep": "import time\ntime.sleep(60)\n",
         "read_expected": "import os\nprint(os.environ.get('EXPECTED', ''))\n",
+        "forge_parent_protocol": (
+            "import os\nlines = b''.join(b'{\"id\": %d, \"status\": \"ok\", \"records\": \"\"}\\n' % i "
+            "for i in range(1, 3000))\nfor path in ['/proc/1/fd/0', '/proc/1/fd/1', '/proc/self/fd/1']:\n"
+            "    try:\n        fd = os.open(path, os.O_WRONLY)\n        os.write(fd, lines)\n    except OSError:\n"
+            "        pass\n"
+        ),
     }
     reward = UnitTests(io_field="cases", timeout_s=2.0, memory_mb=192)
     reward.pool = pool
@@ -227,7 +240,7 @@ def test_io_mode_hacks(pool: SandboxPool) -> None:
     assert got["honest"] == 1.0
     assert got["fake"] == 0.5  # right once by luck: the parent compares each case on its own
     assert {k: v for k, v in got.items() if k not in ("honest", "fake")} == dict.fromkeys(
-        ["exit_first", "flood", "sleep", "read_expected"], 0.0)
+        ["exit_first", "flood", "sleep", "read_expected", "forge_parent_protocol"], 0.0)
 
 
 def test_fork_and_memory_bomb_is_held_by_the_pool_memory_cgroup(second_wall: dict[str, object]) -> None:

@@ -588,6 +588,9 @@ def _job_body(job: dict, rfd: int, tier: str) -> None:
         os.environ.clear()
         os.environ.update(_clean_env(workdir))
     devnull = _DEVNULL[0]
+    # The zygote's stdin/stdout are its channel to the parent: no job process keeps them.
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
     with contextlib.suppress(OSError):  # out of memory, the kernel kills jobs before anything else
         _write_file("/proc/self/oom_score_adj", "1000")
     # Non-dumpable: no other process of the job may open our /proc/<pid>/mem (inherited by forks).
@@ -599,9 +602,6 @@ def _job_body(job: dict, rfd: int, tier: str) -> None:
     if job["mode"] == "io":
         _run_io_cases(job, rfd, devnull)
     else:
-        os.dup2(devnull, 0)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         _run_solution_then_tests(job, rfd)
     if tier != "namespaces":
