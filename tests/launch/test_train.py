@@ -106,3 +106,20 @@ def test_trl_grpo_cli_trains_the_rendered_file(tmp_path: Path, model: Path) -> N
     state = trainer_state(run / "checkpoints" / "checkpoint-2")
     assert state["global_step"] == 2
     assert any("rewards/json_schema/mean" in entry for entry in state["log_history"])
+
+
+def test_lora_run_trains_an_adapter(tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_finetuning.launch.worker import run_worker
+
+    monkeypatch.chdir(tmp_path)
+    brief = make_brief(tmp_path / "b", model, max_steps=1, save_steps=1)
+    text = brief.read_text().replace("  dtype: float32\n", "  dtype: float32\n  adapter: lora\n  lora: {r: 4, alpha: 8}\n")
+    brief.write_text(text)
+    from launch_gpu import synthetic_records
+
+    synthetic_records(brief)  # the brief changed: its records are made again
+    run = tmp_path / "run"
+    assert finetune("render", str(brief), "-o", str(run)).returncode == 0
+    assert run_worker(run, resume=False, extra_args=[], progress=False) == 0
+    assert (run / "model" / "adapter_config.json").is_file()
+    assert json.loads((run / "model" / "adapter_config.json").read_text())["r"] == 4

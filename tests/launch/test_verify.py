@@ -80,3 +80,22 @@ def test_vllm_server_plan_and_missing_vllm(tmp_path: Path, model: Path) -> None:
     if plan["backend_problems"]:
         assert launched.returncode == 2
         assert "pip install 'llm-finetuning[vllm]'" in launched.stderr and "trl[vllm]==1.16.0" in launched.stderr
+
+
+def test_render_takes_vllm_and_distribution_advice_from_the_memory_estimate(tmp_path: Path, model: Path) -> None:
+    import yaml
+
+    from llm_finetuning.brief import load_brief
+    from llm_finetuning.memory import estimate_brief
+
+    brief = make_brief(tmp_path / "b", model, gpus=1, generation="vllm-colocate")
+    loaded, _ = load_brief(brief)
+    recommend = estimate_brief(loaded.data, loaded.folder).recommend
+    assert finetune("render", str(brief), "-o", str(tmp_path / "run")).returncode == 0
+    text = (tmp_path / "run" / "grpo_config.yaml").read_text()
+    cfg = yaml.safe_load(text)
+    assert cfg["vllm_gpu_memory_utilization"] == recommend["vllm_gpu_memory_utilization"]
+    assert cfg["vllm_enable_sleep_mode"] == recommend["vllm_enable_sleep_mode"]
+    assert "vllm_gpu_memory_utilization: " in text and "# the memory estimate's advice" in text
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["topology"]["distributed"] == "single"
