@@ -71,10 +71,13 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
     notes = ([why_not] if why_not else []) + result.plan.notes + [f"trl grpo: {n}" for n in result.plan.trl_cli_notes]
     if as_json:
         click.echo(json.dumps({"rendered": True, "run_dir": str(run_dir), "files": result.files,
-                               "topology": result.plan.topology.to_json(), "notes": notes}))
+                               "topology": result.plan.topology.to_json(), "notes": notes,
+                               "gate": report.to_json()}))
         return
     topo = result.plan.topology
     click.echo(f"{brief}: gate passed; rendered run '{loaded.name}' into {run_dir}")
+    for check in report.warnings:
+        click.echo(f"  gate warning: {check.line()}")
     for name in sorted(result.files):
         click.echo(f"  {name}  sha256 {result.files[name][:12]}")
     click.echo(f"  manifest.json  (brief sha256 {loaded.sha256[:12]})")
