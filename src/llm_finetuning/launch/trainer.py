@@ -93,7 +93,7 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
             row = json.loads(line)
         except ValueError:
             continue  # a line cut by a kill
-        if isinstance(row, dict) and int(row.get("step", 0)) <= max_step:
+        if isinstance(row, dict) and "event" not in row and int(row.get("step", 0)) <= max_step:
             kept.append(line)
     tmp = path.with_suffix(".jsonl.tmp")
     tmp.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
@@ -122,6 +122,12 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool) -> list[Any]:
                     row["memory/max_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
                     row["memory/max_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
                 _jsonl_append(run_dir / METRICS, [row])
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            # The end marker `finetune diagnose --follow` and the gate's deviation check wait for; a run
+            # stopped early by a signal has not ended and gets none.
+            if state.is_world_process_zero and stop.signal_name is None and state.global_step >= state.max_steps:
+                _jsonl_append(run_dir / METRICS, [{"event": "end", "step": state.global_step}])
 
     class StopOnSignal(TrainerCallback):  # type: ignore[misc]
         """Checkpoint and stop at a step boundary once a signal arrived on any process."""
