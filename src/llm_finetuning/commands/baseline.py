@@ -1,13 +1,110 @@
-"""`finetune baseline`: not yet available (see the CLI table in README.md)."""
+"""`finetune baseline BRIEF`: how often the base model already succeeds, and whether GRPO has a signal.
+
+Samples k completions for each of N prompts of the eval split (the train split when the brief has no
+eval split), scores every reward, writes the baseline record at `records.baseline`, and prints a
+verdict. Exit 0 when the record is written (the gate judges it), 2 on unusable input.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import click
 
-from llm_finetuning.commands._common import not_yet
+from llm_finetuning.commands._common import fail_unusable, load_checked_brief
+from llm_finetuning.errors import UnusableInput
+
+DEFAULT_PROMPTS = 32
+DEFAULT_K = 8
 
 
-@click.command("baseline", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def command() -> None:
-    """Not yet available in this version."""
-    not_yet("baseline")
+def backend_options(f: Any) -> Any:
+    """--endpoint, --endpoint-model and --backend, shared by baseline and inspect."""
+    f = click.option("--backend", type=click.Choice(["auto", "vllm", "transformers", "endpoint"]), default="auto",
+                     show_default=True,
+                     help="auto: vLLM when installed with a CUDA GPU, else transformers generate.")(f)
+    f = click.option("--endpoint-model", default=None,
+                     help="Model name to request from --endpoint (default: the first one it lists).")(f)
+    f = click.option("--endpoint", default=None, metavar="URL",
+                     help="Sample through an OpenAI-compatible server (trl vllm-serve, vllm serve).")(f)
+    return f
+
+
+def build_record(brief: Any, run: Any) -> tuple[dict[str, Any], Any]:
+    """The baseline record (through `records.baseline.make_baseline`) and the verdict of a scored run."""
+    from llm_finetuning.records.baseline import make_baseline
+    from llm_finetuning.rewards import reward_names
+    from llm_finetuning.sampling.metrics import SUCCESS_DEFINITION, baseline_figures, verdict, verifier_names
+
+    specs = list(brief.data["rewards"])
+    names = reward_names(specs)
+    groups = [[{"rewards": s["rewards"], "total": s["total"], "truncated": c.truncated}
+               for c, s in zip(p.completions, p.scores, strict=True)] for p in run.prompts]
+    fig = baseline_figures(groups, names, verifier_names(specs, names))
+    k = run.settings.k
+    v = verdict(fig, k, run.settings.max_completion_length)
+    record = make_baseline(
+        brief, model_identity=run.model_identity,
+        prompts={"split": run.split.split, "source": run.split.source, "count": len(run.prompts),
+                 "indices": [p.row_index for p in run.prompts]},
+        k=k, pass_at_1=fig["pass_at_1"], pass_at_k=fig["pass_at_k"], mean_reward=fig["mean_reward"],
+        frac_groups_all_tie=fig["frac_groups_all_tie"], frac_truncated=fig["frac_truncated"],
+        mean_total=fig["mean_total"], successes=fig["successes"], completions=fig["completions"],
+        success_definition=SUCCESS_DEFINITION, verifiers=verifier_names(specs, names),
+        sampling={"temperature": run.settings.temperature,
+                  "max_completion_length": run.settings.max_completion_length,
+                  "seed": run.settings.seed, "seconds": round(run.seconds, 1), **run.backend},
+        verdict=v.to_json(),
+    )
+    return record, v
+
+
+def _print_human(record: dict[str, Any], verdict: Any, path: Path) -> None:
+    k = record["k"]
+    click.echo(f"Baseline of {record['model']} on {record['prompts']['count']} {record['prompts']['split']} "
+               f"prompts x {k} completions ({record['sampling']['backend']}, {record['sampling']['seconds']} s)")
+    click.echo(f"  pass@1              {100 * record['pass_at_1']:.1f}%")
+    click.echo(f"  pass@{k:<15}{100 * record['pass_at_k']:.1f}%")
+    for name, value in record["mean_reward"].items():
+        click.echo(f"  mean {name:<15}{value:.3f}")
+    click.echo(f"  groups all tied     {100 * record['frac_groups_all_tie']:.1f}%")
+    click.echo(f"  cut at max length   {100 * record['frac_truncated']:.1f}% "
+               f"(max_completion_length {record['sampling']['max_completion_length']})")
+    click.echo(f"Verdict: {verdict.headline}")
+    for line in verdict.advice:
+        click.echo(f"  - {line}")
+    click.echo(f"Wrote {path}")
+
+
+@click.command("baseline")
+@click.argument("brief", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--prompts", "n_prompts", type=click.IntRange(1, 100000), default=DEFAULT_PROMPTS, show_default=True,
+              help="Prompts sampled from the eval split (train when there is none).")
+@click.option("--k", "k", type=click.IntRange(1, 1024), default=DEFAULT_K, show_default=True,
+              help="Completions per prompt (pass@k).")
+@backend_options
+@click.option("--json", "as_json", is_flag=True, help="Print the record as one JSON object on stdout.")
+def command(brief: Path, n_prompts: int, k: int, endpoint: str | None, endpoint_model: str | None,
+            backend: str, as_json: bool) -> None:
+    """Sample K completions for N prompts from the base model, score them, write the baseline record."""
+    loaded = load_checked_brief(str(brief), as_json)
+    from llm_finetuning.records.baseline import write_baseline
+    from llm_finetuning.sampling.run import sample_brief, score_run
+
+    try:
+        run = sample_brief(loaded, n_prompts=n_prompts, k=k, split="auto", backend=backend, endpoint=endpoint,
+                           endpoint_model=endpoint_model, desc="Baseline")
+        score_run(loaded, run)
+    except UnusableInput as exc:
+        fail_unusable(exc, as_json)
+    except ValueError as exc:  # a reward refused its spec or a row: unusable input, named by the reward
+        fail_unusable(UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards"), as_json)
+    record, verdict = build_record(loaded, run)
+    path = loaded.resolve(str(loaded.section("records").get("baseline") or "records/baseline.json"))
+    written = write_baseline(path, record)
+    if as_json:
+        click.echo(json.dumps({**written, "path": str(path)}))
+    else:
+        _print_human(written, verdict, path)

@@ -1,13 +1,105 @@
-"""`finetune inspect`: not yet available (see the CLI table in README.md)."""
+"""`finetune inspect BRIEF [--samples 64]`: scored samples for a person to review.
+
+Samples a pool of about twice `--samples` completions from the train split (the prompts the reward will
+score in training), scores each with every reward, keeps `--samples` of them spread over prompts and
+over reward values (`sampling.select`), and writes the unreviewed inspection record at
+`records.inspection` with a Markdown and an HTML report beside it. The person then runs
+`finetune review RECORD` in their own terminal. Exit 0 when written, 2 on unusable input.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+from typing import Any
+
 import click
 
-from llm_finetuning.commands._common import not_yet
+from llm_finetuning.commands._common import fail_unusable, load_checked_brief
+from llm_finetuning.commands.baseline import backend_options
+from llm_finetuning.errors import UnusableInput
+from llm_finetuning.records.inspection import MAX_SAMPLES, MIN_SAMPLES
+
+DEFAULT_SAMPLES = 64
+POOL_FACTOR = 2  # candidates sampled per kept sample, so the selection can spread over reward values
+SEED_OFFSET = 1  # inspect draws other completions than the baseline
 
 
-@click.command("inspect", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def command() -> None:
-    """Not yet available in this version."""
-    not_yet("inspect")
+def pool_shape(n_rows: int, samples: int) -> tuple[int, int]:
+    """(prompts, k) for a pool of about POOL_FACTOR x samples: many prompts, at least 2 completions each."""
+    n_prompts = max(1, min(n_rows, samples))
+    k = max(2, math.ceil(POOL_FACTOR * samples / n_prompts))
+    return n_prompts, k
+
+
+def build_samples(brief: Any, run: Any, samples: int) -> list[dict[str, Any]]:
+    """The chosen samples in the shape `records.inspection.create_inspection` stores."""
+    from llm_finetuning.rewards import reward_names
+    from llm_finetuning.sampling.metrics import is_success, verifier_names
+    from llm_finetuning.sampling.select import spread_samples
+
+    specs = list(brief.data["rewards"])
+    verifiers = verifier_names(specs, reward_names(specs))
+    field_name = str(brief.section("data").get("prompt_field") or "prompt")
+    candidates = []
+    for p in run.prompts:
+        reference = {k: v for k, v in p.row.items() if k != field_name}
+        for c, s in zip(p.completions, p.scores, strict=True):
+            candidates.append({
+                "prompt_index": p.row_index, "sample_index": c.sample_index,
+                "prompt": p.row[field_name], "completion": c.text, "rewards": s["rewards"], "total": s["total"],
+                "success": is_success(s["rewards"], verifiers), "truncated": c.truncated,
+                "reference": reference,
+            })
+    chosen = spread_samples(candidates, samples, run.settings.seed)
+    for i, s in enumerate(chosen):
+        s["id"] = f"s{i:03d}"
+    return chosen
+
+
+@click.command("inspect")
+@click.argument("brief", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--samples", type=click.IntRange(MIN_SAMPLES, MAX_SAMPLES), default=DEFAULT_SAMPLES,
+              show_default=True, help=f"Samples to review ({MIN_SAMPLES}-{MAX_SAMPLES}).")
+@backend_options
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
+def command(brief: Path, samples: int, endpoint: str | None, endpoint_model: str | None, backend: str,
+            as_json: bool) -> None:
+    """Sample and score outputs, write the unreviewed inspection record and a readable report."""
+    loaded = load_checked_brief(str(brief), as_json)
+    from llm_finetuning.records.inspection import create_inspection, samples_path
+    from llm_finetuning.sampling.data import load_split
+    from llm_finetuning.sampling.metrics import SUCCESS_DEFINITION
+    from llm_finetuning.sampling.report import write_reports
+    from llm_finetuning.sampling.run import sample_brief, score_run
+
+    try:
+        n_prompts, k = pool_shape(len(load_split(loaded, "train").rows), samples)
+        run = sample_brief(loaded, n_prompts=n_prompts, k=k, split="train", backend=backend, endpoint=endpoint,
+                           endpoint_model=endpoint_model, seed_offset=SEED_OFFSET, desc="Inspect")
+        score_run(loaded, run)
+    except UnusableInput as exc:
+        fail_unusable(exc, as_json)
+    except ValueError as exc:
+        fail_unusable(UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards"), as_json)
+    chosen = build_samples(loaded, run, samples)
+    record_path = loaded.resolve(str(loaded.section("records").get("inspection") or "records/inspection.json"))
+    create_inspection(loaded, chosen, record_path, run.model_identity)
+    meta = {"brief": loaded.name, "model": run.model_identity, "record": str(record_path),
+            "rewards": [s["fn"] for s in loaded.data["rewards"]], "success_definition": SUCCESS_DEFINITION}
+    md_path, html_path = write_reports(record_path, chosen, meta)
+    successes = sum(1 for s in chosen if s["success"])
+    summary = {"record": str(record_path), "samples_file": str(samples_path(record_path)),
+               "report_md": str(md_path), "report_html": str(html_path), "samples": len(chosen),
+               "successes": successes, "prompts": len({s["prompt_index"] for s in chosen}),
+               "review_command": f"finetune review {record_path}"}
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    click.echo(f"Wrote {len(chosen)} scored samples ({successes} successes, {len(chosen) - successes} failures, "
+               f"from {summary['prompts']} prompts) to {record_path}")
+    click.echo(f"Report: {html_path}")
+    click.echo(f"        {md_path}")
+    click.echo("Next: the person who owns this reward reads the report, then runs, in their own terminal:")
+    click.echo(f"  finetune review {record_path}")

@@ -1,13 +1,255 @@
-"""`finetune review`: not yet available (see the CLI table in README.md)."""
+"""`finetune review RECORD`: a person judges each scored sample at a terminal, then seals the record.
+
+One sample at a time: prompt, completion, every reward's value (the reward's verdict) and the reference.
+Keys: `a` agree, `d` disagree, `u` unsure (each may be followed by a note: `d the age is a string`),
+`b` back, `n` next, `g N` go to sample N, `q` quit (progress is kept), `?` help. Every verdict is saved
+at once, atomically, so an interrupted review resumes where it stopped. When every sample has a verdict
+the reviewer gives their name and the record is sealed.
+
+It refuses to run unless stdin and stdout are an interactive terminal (exit 2), so that an agent's
+non-interactive shell cannot sign the review for the person. This guards against rubber-stamping; it is
+not a cryptographic proof that a human reviewed. Exit 0 sealed without disagreement, 1 sealed with
+disagreements (the gate rejects the record and lists them) or review left unfinished, 2 no terminal or
+unusable record.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import click
 
-from llm_finetuning.commands._common import not_yet
+from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
+
+KEYS_HELP = ("[a] agree  [d] disagree  [u] unsure  (a note may follow: `d the age is a string`)\n"
+             "[b] back  [n] next  [g N] go to sample N  [q] quit and resume later  [?] help")
+NO_TERMINAL = (
+    "finetune review needs a person at an interactive terminal (stdin and stdout must be a TTY); "
+    "it will not run from a script or an agent's shell, so that nobody signs a review they did not read.\n"
+    "Ask the person who owns this reward to run, in their own terminal:\n  finetune review {record}"
+)
+VERDICT_KEYS = {"a": "agree", "d": "disagree", "u": "unsure"}
 
 
-@click.command("review", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def command() -> None:
-    """Not yet available in this version."""
-    not_yet("review")
+def default_reviewer() -> str:
+    """`git config user.name`, else $USER, else ''."""
+    try:
+        name = subprocess.run(["git", "config", "user.name"], capture_output=True, text=True, timeout=5,
+                              check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        name = ""
+    return name or os.environ.get("USER", "") or os.environ.get("USERNAME", "")
+
+
+def _reference_text(ref: Any) -> str:
+    return ref if isinstance(ref, str) else json.dumps(ref, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+
+
+class Review:
+    """The state of one review session over a record and its samples."""
+
+    def __init__(self, path: Path) -> None:
+        from rich.console import Console
+
+        from llm_finetuning.records.inspection import load_inspection, load_samples
+
+        self.path = path
+        self.record = load_inspection(path)
+        by_id = {s.get("id"): s for s in load_samples(path)}
+        self.samples = [by_id.get(s["id"], {"id": s["id"], "prompt": "(missing)", "completion": "(missing)",
+                                            "rewards": {}}) for s in self.record["samples"]]
+        self.console = Console(highlight=False)
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+    def reviewed(self) -> int:
+        return sum(1 for s in self.samples if s["id"] in self.record["verdicts"])
+
+    def first_missing(self) -> int | None:
+        return next((i for i, s in enumerate(self.samples) if s["id"] not in self.record["verdicts"]), None)
+
+    def next_missing(self, after: int) -> int:
+        """The next sample without a verdict after `after` (wrapping round), or n when none is left."""
+        for j in list(range(after + 1, self.n)) + list(range(0, after + 1)):
+            if self.samples[j]["id"] not in self.record["verdicts"]:
+                return j
+        return self.n
+
+    def show(self, i: int) -> None:
+        from rich.panel import Panel
+        from rich.table import Table
+        from rich.text import Text
+
+        from llm_finetuning.sampling.data import prompt_text
+
+        s = self.samples[i]
+        c = self.console
+        c.clear()
+        c.rule(f"Sample {i + 1}/{self.n}  ({s['id']})   reviewed {self.reviewed()}/{self.n}")
+        c.print(Panel(Text(prompt_text(s.get("prompt", ""))), title="Prompt", title_align="left"))
+        cut = "  [cut at max_completion_length]" if s.get("truncated") else ""
+        c.print(Panel(Text(str(s.get("completion", ""))), title=f"Completion{cut}", title_align="left"))
+        table = Table(title="The reward's verdict", title_justify="left")
+        table.add_column("reward")
+        table.add_column("value", justify="right")
+        for name, value in (s.get("rewards") or {}).items():
+            table.add_row(name, "None" if value is None else f"{float(value):g}")
+        outcome = "success" if s.get("success") else "failure"
+        table.caption = f"total {s.get('total')}: counted as a {outcome}"
+        c.print(table)
+        c.print(Panel(Text(_reference_text(s.get("reference", {}))), title="Reference", title_align="left"))
+        current = self.record["verdicts"].get(s["id"])
+        if current:
+            note = f" (note: {current.get('note')})" if current.get("note") else ""
+            c.print(f"Your verdict so far: {current['verdict']}{note}")
+        c.print("Is every reward value right for this completion?")
+        c.print(KEYS_HELP, markup=False)
+
+    def set(self, i: int, verdict: str, note: str) -> None:
+        from llm_finetuning.records.inspection import save_progress, set_verdict
+
+        set_verdict(self.record, self.samples[i]["id"], verdict, note)
+        save_progress(self.path, self.record)
+
+
+def _ask(console: Any, prompt: str) -> str | None:
+    """One line from the person; None on end of input or Ctrl-C."""
+    from rich.markup import escape
+
+    try:
+        return str(console.input(escape(prompt)))
+    except (EOFError, KeyboardInterrupt):
+        return None
+
+
+def _summary(review: Review) -> list[tuple[str, str]]:
+    from llm_finetuning.records.inspection import VERDICTS, disagreements
+
+    counts = {v: sum(1 for x in review.record["verdicts"].values() if x.get("verdict") == v) for v in VERDICTS}
+    review.console.print("Summary: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS) + f" of {review.n} samples")
+    dis = disagreements(review.record)
+    for sid, note in dis:
+        review.console.print(f"  disagree {sid}" + (f": {note}" if note else ""), markup=False)
+    return dis
+
+
+def _finish(review: Review) -> int:
+    from llm_finetuning.records.inspection import RecordError, seal
+
+    c = review.console
+    c.clear()
+    c.rule("All samples have a verdict")
+    dis = _summary(review)
+    while True:
+        answer = _ask(c, "[s] seal the review  [b] back to the last sample  [q] quit and seal later: ")
+        if answer is None or answer.strip().lower() == "q":
+            c.print(f"Not sealed. Run `finetune review {review.path}` again to seal.", markup=False)
+            return -1
+        if answer.strip().lower() == "b":
+            return review.n - 1
+        if answer.strip().lower() == "s":
+            break
+    default = default_reviewer()
+    name = ""
+    while not name:
+        answer = _ask(c, f"Your name, recorded as the reviewer [{default}]: " if default
+                      else "Your name, recorded as the reviewer: ")
+        if answer is None:
+            c.print("Not sealed.")
+            return -1
+        name = answer.strip() or default
+    try:
+        seal(review.path, name)
+    except RecordError as exc:
+        c.print(f"Cannot seal: {exc.message}. {exc.fix}", markup=False)
+        return -1
+    c.print(f"Sealed {review.path} as reviewed by {name}.", markup=False)
+    if dis:
+        c.print(f"You disagreed with the reward on {len(dis)} sample(s): {', '.join(s for s, _ in dis)}. "
+                "The gate will reject this record until the reward is fixed and inspected again: "
+                "fix the reward, then run `finetune inspect BRIEF` and `finetune review` again.", markup=False)
+    else:
+        c.print("No disagreements: the gate accepts this inspection while the reward code, specs and model "
+                "stay as they are.")
+    return -2
+
+
+def run_review(path: Path) -> int:
+    """The interactive loop; returns the exit code."""
+    from llm_finetuning.records.inspection import disagreements, is_sealed
+
+    review = Review(path)
+    c = review.console
+    if is_sealed(review.record):
+        who = (review.record.get("review") or {}).get("reviewer", "?")
+        c.print(f"{path} is already sealed (reviewer: {who}).", markup=False)
+        dis = _summary(review)
+        return EXIT_REJECTED if dis else EXIT_OK
+    start = review.first_missing()
+    if start is None:
+        start = review.n  # everything has a verdict: go straight to sealing
+    elif review.reviewed():
+        c.print(f"Resuming: {review.reviewed()} of {review.n} samples already have a verdict.")
+    i = start
+    while True:
+        if i >= review.n:
+            missing = review.first_missing()
+            if missing is not None:
+                i = missing
+                continue
+            i = _finish(review)
+            if i == -2:
+                return EXIT_REJECTED if disagreements(review.record) else EXIT_OK
+            if i == -1:
+                return EXIT_REJECTED
+            continue
+        review.show(i)
+        answer = _ask(c, "> ")
+        if answer is None:
+            c.print(f"\nStopped. {review.reviewed()}/{review.n} verdicts are saved; run "
+                    f"`finetune review {path}` to resume.", markup=False)
+            return EXIT_REJECTED
+        key, _, note = answer.strip().partition(" ")
+        key = key.lower()
+        if key in VERDICT_KEYS:
+            note = note.strip()
+            if key == "d" and not note:
+                asked = _ask(c, "What is wrong with the reward's value? (a note, Enter to skip): ")
+                note = (asked or "").strip()
+            review.set(i, VERDICT_KEYS[key], note)
+            i = review.next_missing(i)
+        elif key == "b":
+            i = max(0, i - 1)
+        elif key == "n":
+            i += 1
+        elif key == "g" and note.strip().isdigit() and 1 <= int(note) <= review.n:
+            i = int(note) - 1
+        elif key == "q":
+            c.print(f"Stopped. {review.reviewed()}/{review.n} verdicts are saved; run "
+                    f"`finetune review {path}` to resume.", markup=False)
+            return EXIT_REJECTED
+        else:
+            c.print(KEYS_HELP, markup=False)
+            _ask(c, "(Enter to continue) ")
+
+
+@click.command("review")
+@click.argument("record", type=click.Path(dir_okay=False, path_type=Path))
+def command(record: Path) -> None:
+    """Review each scored sample of RECORD at a terminal (agree / disagree / unsure), then seal it."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        click.echo(NO_TERMINAL.format(record=record), err=True)
+        sys.exit(EXIT_UNUSABLE)
+    try:
+        code = run_review(record)
+    except UnusableInput as exc:
+        fail_unusable(exc)
+    sys.exit(code)

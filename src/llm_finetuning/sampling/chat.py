@@ -1,0 +1,40 @@
+"""Turning chat messages into the prompt text a local backend feeds the model."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+Message = dict[str, str]
+
+_warned = False
+
+
+def render_prompt(tokenizer: Any, messages: list[Message]) -> str:
+    """The model's chat template with the generation prompt, as GRPO training applies it.
+
+    A tokenizer without a chat template (a base model) gets the contents joined by blank lines, with a
+    one-time warning: such a model will rarely follow instructions, which the baseline will show.
+    """
+    global _warned
+    if getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return str(text)
+    if not _warned:
+        print("warning: the model's tokenizer has no chat template; prompts are fed as plain text "
+              "(use an instruct model, or SFT first)", file=sys.stderr)
+        _warned = True
+    return "\n\n".join(m["content"] for m in messages) + "\n\n"
+
+
+def eos_token_ids(tokenizer: Any, generation_config: Any = None) -> list[int]:
+    """Every token id that ends a completion (the generation config's list and the tokenizer's EOS)."""
+    ids: list[int] = []
+    configured = getattr(generation_config, "eos_token_id", None) if generation_config is not None else None
+    if isinstance(configured, int):
+        ids.append(configured)
+    elif isinstance(configured, (list, tuple)):
+        ids.extend(int(i) for i in configured)
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids.append(int(tokenizer.eos_token_id))
+    return ids

@@ -1,0 +1,135 @@
+"""Baseline figures from scored groups, and the verdict on whether GRPO has a signal to learn from.
+
+Success of one completion: every *verifier* reward that returned a value scored 1.0 or more, and at
+least one returned a value. Verifiers are the built-in `exact_match`, `json_schema` and `unit_tests`
+and every custom `module:function` reward; `length_penalty` and `judge` shape the total but do not
+decide success. (A brief with no verifier at all counts every reward except `length_penalty`.)
+
+pass@1 is the mean over prompts of (successes / k); pass@k is the share of prompts with at least one
+success among their k completions (the unbiased estimator of Chen et al. 2021 with n = k). A group
+whose k totals are all equal gives GRPO no advantage to learn from: `frac_groups_all_tie` is the
+share of such groups (TRL logs the same quantity as `frac_reward_zero_std`). Pure: no ML imports.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from llm_finetuning.rewards.registry import VERIFIERS, is_custom
+
+NOT_SUCCESS_DECIDING = ("length_penalty", "judge")
+SUCCESS_DEFINITION = ("a completion succeeds when every verifier reward (exact_match, json_schema, unit_tests, "
+                      "custom module:function) that returned a value scored >= 1.0")
+
+# Thresholds of the verdict.
+ALL_PASS = 0.95
+MOSTLY_TIED = 0.9
+TRUNCATION_WARN = 0.1
+
+
+def verifier_names(specs: list[dict[str, Any]], names: list[str]) -> list[str]:
+    """Names (as scored) of the rewards that decide success."""
+    chosen = [n for s, n in zip(specs, names, strict=True) if s.get("fn") in VERIFIERS or is_custom(str(s.get("fn")))]
+    if chosen:
+        return chosen
+    return [n for s, n in zip(specs, names, strict=True) if s.get("fn") not in ("length_penalty",)]
+
+
+def is_success(rewards: dict[str, float | None], verifiers: list[str]) -> bool:
+    values = [rewards.get(n) for n in verifiers]
+    present = [v for v in values if v is not None]
+    return bool(present) and all(v >= 1.0 - 1e-9 for v in present)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def baseline_figures(groups: list[list[dict[str, Any]]], names: list[str], verifiers: list[str]) -> dict[str, Any]:
+    """Figures of a baseline from scored groups: each completion `{"rewards", "total", "truncated"}`."""
+    n_groups = len(groups)
+    completions = [c for g in groups for c in g]
+    successes = [sum(is_success(c["rewards"], verifiers) for c in g) for g in groups]
+    pass_at_1 = _mean([s / len(g) for s, g in zip(successes, groups, strict=True) if g])
+    pass_at_k = _mean([1.0 if s > 0 else 0.0 for s in successes])
+    mean_reward: dict[str, float] = {}
+    for name in names:
+        vals = [float(c["rewards"][name]) for c in completions if c["rewards"].get(name) is not None]
+        mean_reward[name] = round(_mean(vals), 6)
+    ties = 0
+    for g in groups:
+        totals = [float(c["total"]) if c.get("total") is not None else 0.0 for c in g]
+        if totals and max(totals) - min(totals) <= 1e-9:
+            ties += 1
+    totals_all = [float(c["total"]) for c in completions if c.get("total") is not None]
+    return {
+        "pass_at_1": round(pass_at_1, 6),
+        "pass_at_k": round(pass_at_k, 6),
+        "mean_reward": mean_reward,
+        "mean_total": round(_mean(totals_all), 6),
+        "frac_groups_all_tie": round(ties / n_groups, 6) if n_groups else 0.0,
+        "frac_truncated": round(_mean([1.0 if c.get("truncated") else 0.0 for c in completions]), 6),
+        "successes": sum(successes),
+        "completions": len(completions),
+    }
+
+
+@dataclass
+class Verdict:
+    """Is there a learning signal for GRPO, in one line, and what to do about it."""
+
+    signal: bool
+    headline: str
+    advice: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"signal": self.signal, "headline": self.headline, "advice": self.advice}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def verdict(fig: dict[str, Any], k: int, max_completion_length: int) -> Verdict:
+    """The learning-signal verdict on baseline figures, with the cheapest fixes first."""
+    advice: list[str] = []
+    truncated = float(fig["frac_truncated"])
+    lengthen = (f"lengthen completions: {_pct(truncated)} were cut at grpo.max_completion_length="
+                f"{max_completion_length}; raise it (e.g. to {2 * max_completion_length}) and run the baseline again")
+    if fig["pass_at_k"] == 0:
+        if truncated >= TRUNCATION_WARN:
+            advice.append(lengthen)
+        advice += [
+            "SFT first: fine-tune on a few hundred demonstrations of the expected output "
+            "(lora-qlora-recipes skill), then run the baseline on the SFT model",
+            "easier prompts: start GRPO on a subset the model sometimes solves (a curriculum)",
+            "check the reward with `finetune inspect`: a reward that never fires may be wrong",
+        ]
+        return Verdict(False, f"No learning signal: none of {fig['completions']} completions succeeded "
+                              f"(pass@{k} = 0). GRPO learns only from differences within a group.", advice)
+    if fig["pass_at_1"] >= ALL_PASS:
+        advice.append("harder prompts: the base model already solves almost everything, so groups tie at 1.0")
+        return Verdict(False, f"Little to learn: pass@1 is {_pct(fig['pass_at_1'])} already.", advice)
+    if fig["frac_groups_all_tie"] >= MOSTLY_TIED:
+        if truncated >= TRUNCATION_WARN:
+            advice.append(lengthen)
+        advice += [
+            f"more completions per group (grpo.num_generations above {k}) or a higher grpo.temperature, "
+            "so that more groups mix successes and failures",
+            "easier prompts (or SFT first) so that successes are not rare",
+        ]
+        return Verdict(False, f"Weak learning signal: {_pct(fig['frac_groups_all_tie'])} of groups have all-equal "
+                              f"rewards (pass@1 {_pct(fig['pass_at_1'])}, pass@{k} {_pct(fig['pass_at_k'])}).",
+                       advice)
+    if truncated >= TRUNCATION_WARN:
+        advice.append(lengthen)
+    return Verdict(True, f"Learning signal present: pass@1 {_pct(fig['pass_at_1'])}, pass@{k} "
+                         f"{_pct(fig['pass_at_k'])}; {_pct(1 - fig['frac_groups_all_tie'])} of groups mix "
+                         "higher and lower rewards.", advice)
+
+
+def finite(x: float) -> float:
+    """A JSON-safe number (records refuse NaN and infinities)."""
+    return x if math.isfinite(x) else 0.0

@@ -1,0 +1,107 @@
+"""Sampling with transformers `generate`: batched, on the GPU when one is visible, else the CPU.
+
+Each batch holds whole groups (k completions of a prompt, through `num_return_sequences`) and is
+seeded with `seed + index of its first prompt`, so a run is reproducible for the same settings and
+batch size. On the CPU the model computes in float32 (bfloat16 matmuls are slow there and change
+nothing about what the baseline measures); on a GPU it uses the brief's `model.dtype`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from llm_finetuning.sampling.backend import Completion, Message, SamplingSettings
+from llm_finetuning.sampling.chat import eos_token_ids, render_prompt
+from llm_finetuning.sampling.progress import SamplingProgress
+
+# Sequences generated per forward batch (k per prompt); a GPU takes far larger batches than a CPU.
+CPU_BATCH_SEQUENCES = 32
+GPU_BATCH_SEQUENCES = 256
+
+
+def cpu_threads(default: int) -> int:
+    """Threads for CPU generation: $LLM_FINETUNING_CPU_THREADS, else the cores other work leaves idle.
+
+    On an oversubscribed CPU, OpenMP threads wait for each other at every barrier: measured here with a
+    load average of 10 on 2 cores, `generate` ran 8-10x slower on 2 threads than on 1.
+    """
+    env = os.environ.get("LLM_FINETUNING_CPU_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        idle = (os.cpu_count() or 1) - os.getloadavg()[0]
+    except OSError:
+        return default
+    return max(1, min(default, int(idle + 0.5)))
+
+
+class TransformersBackend:
+    name = "transformers"
+
+    def __init__(self, resolved: Any, dtype: str = "bfloat16", device: str | None = None,
+                 batch_sequences: int | None = None) -> None:
+        import torch
+
+        from llm_finetuning.models import load_model, load_tokenizer
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device == "cpu":
+            torch.set_num_threads(cpu_threads(torch.get_num_threads()))
+        self.dtype = dtype if self.device != "cpu" else "float32"
+        print(f"Loading {resolved.display} ({self.dtype}, {self.device})...", file=sys.stderr, flush=True)
+        self.tokenizer = load_tokenizer(resolved)
+        self.model = load_model(resolved, self.dtype, self.device)
+        self.eos_ids = eos_token_ids(self.tokenizer, self.model.generation_config)
+        env_batch = os.environ.get("LLM_FINETUNING_SAMPLING_BATCH")
+        self.batch_sequences = batch_sequences or (int(env_batch) if env_batch else None) or (
+            GPU_BATCH_SEQUENCES if self.device != "cpu" else CPU_BATCH_SEQUENCES)
+
+    def describe(self) -> dict[str, Any]:
+        import torch
+
+        return {"backend": self.name, "device": self.device, "dtype": self.dtype,
+                "batch_sequences": self.batch_sequences,
+                **({"cpu_threads": torch.get_num_threads()} if self.device == "cpu" else {})}
+
+    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+                 progress: SamplingProgress) -> list[list[Completion]]:
+        import torch
+
+        tok = self.tokenizer
+        texts = [render_prompt(tok, m) for m in conversations]
+        prompts_per_batch = max(1, self.batch_sequences // settings.k)
+        results: list[list[Completion]] = []
+        pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids[0] if self.eos_ids else 0)
+        for start in range(0, len(texts), prompts_per_batch):
+            chunk = texts[start:start + prompts_per_batch]
+            enc_kwargs: dict[str, Any] = {"return_tensors": "pt", "padding": True, "add_special_tokens": False}
+            if settings.max_prompt_length:
+                enc_kwargs.update(truncation=True, max_length=settings.max_prompt_length)
+            tok.padding_side = "left"
+            tok.truncation_side = "left"
+            enc = tok(chunk, **enc_kwargs).to(self.device)
+            torch.manual_seed(settings.seed + start)
+            with torch.no_grad():
+                out = self.model.generate(
+                    **enc, do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=0,
+                    max_new_tokens=settings.max_completion_length, num_return_sequences=settings.k,
+                    eos_token_id=self.eos_ids or None, pad_token_id=pad_id,
+                )
+            new_tokens = out[:, enc["input_ids"].shape[1]:].tolist()
+            for p in range(len(chunk)):
+                group = []
+                for j in range(settings.k):
+                    ids = new_tokens[p * settings.k + j]
+                    end = next((i for i, t in enumerate(ids) if t in self.eos_ids), None)
+                    kept = ids if end is None else ids[:end]
+                    group.append(Completion(
+                        prompt_index=start + p, sample_index=j,
+                        text=tok.decode(kept, skip_special_tokens=True),
+                        truncated=end is None and len(ids) >= settings.max_completion_length,
+                        num_tokens=len(kept) + (0 if end is None else 1),
+                    ))
+                results.append(group)
+            progress.advance(len(chunk), len(chunk) * settings.k)
+        return results

@@ -1,0 +1,77 @@
+"""Sampling with vLLM's offline engine (`vllm.LLM`) on a CUDA GPU.
+
+Prompts are rendered with the model's own chat template (the same text the transformers backend and
+GRPO training feed) and sent as token ids, left-truncated to max_prompt_length. Every prompt gets its
+own `SamplingParams(seed=seed + prompt index)`, so results do not depend on how vLLM batches them.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from llm_finetuning.sampling.backend import Completion, Message, SamplingSettings
+from llm_finetuning.sampling.chat import render_prompt
+from llm_finetuning.sampling.progress import SamplingProgress
+
+# Prompts handed to the engine per call: large enough to keep the GPU busy, small enough for a live bar.
+PROMPTS_PER_CALL = 64
+GPU_MEMORY_UTILIZATION = 0.85
+
+
+def sampling_params_kwargs(settings: SamplingSettings, prompt_index: int) -> dict[str, Any]:
+    """The `vllm.SamplingParams` arguments for one prompt (pure, so it is tested without vLLM).
+
+    top_k is left at vLLM's default (disabled), as in GRPO training.
+    """
+    return {
+        "n": settings.k,
+        "temperature": settings.temperature,
+        "top_p": settings.top_p,
+        "max_tokens": settings.max_completion_length,
+        "seed": settings.seed + prompt_index,
+    }
+
+
+class VllmBackend:
+    name = "vllm"
+
+    def __init__(self, resolved: Any, dtype: str = "bfloat16") -> None:
+        from vllm import LLM
+
+        from llm_finetuning.models import load_tokenizer
+
+        print(f"Loading {resolved.display} in vLLM ({dtype})...", file=sys.stderr, flush=True)
+        self.tokenizer = load_tokenizer(resolved)
+        self.dtype = dtype
+        self.llm = LLM(model=resolved.path, revision=resolved.revision, dtype=dtype,
+                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, seed=0)
+
+    def describe(self) -> dict[str, Any]:
+        import vllm
+
+        return {"backend": self.name, "device": "cuda", "dtype": self.dtype, "vllm_version": vllm.__version__}
+
+    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+                 progress: SamplingProgress) -> list[list[Completion]]:
+        from vllm import SamplingParams
+
+        token_prompts = []
+        for messages in conversations:
+            ids = self.tokenizer(render_prompt(self.tokenizer, messages), add_special_tokens=False)["input_ids"]
+            if settings.max_prompt_length:
+                ids = ids[-settings.max_prompt_length:]
+            token_prompts.append({"prompt_token_ids": ids})
+        results: list[list[Completion]] = []
+        for start in range(0, len(token_prompts), PROMPTS_PER_CALL):
+            chunk = token_prompts[start:start + PROMPTS_PER_CALL]
+            params = [SamplingParams(**sampling_params_kwargs(settings, start + i)) for i in range(len(chunk))]
+            outputs = self.llm.generate(chunk, params, use_tqdm=False)
+            for i, request in enumerate(outputs):
+                results.append([
+                    Completion(prompt_index=start + i, sample_index=j, text=o.text,
+                               truncated=o.finish_reason == "length", num_tokens=len(o.token_ids))
+                    for j, o in enumerate(request.outputs)
+                ])
+            progress.advance(len(chunk), len(chunk) * settings.k)
+        return results

@@ -1,0 +1,136 @@
+"""Sampling, `finetune baseline` and `finetune inspect` on the tiny random model (real generation, CPU)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from llm_finetuning.cli import cli
+from llm_finetuning.sampling.backend import vllm_installed
+
+from .conftest import load
+from .openai_stub import ChatServer
+
+
+def test_transformers_sampling_is_seeded_and_flags_truncation(tiny_person_brief: Path) -> None:
+    from llm_finetuning.sampling.run import sample_brief
+
+    brief = load(tiny_person_brief)
+    a = sample_brief(brief, n_prompts=3, k=2, backend="transformers")
+    b = sample_brief(brief, n_prompts=3, k=2, backend="transformers")
+    c = sample_brief(brief, n_prompts=3, k=2, backend="transformers", seed_offset=1)
+    texts = [[x.text for x in p.completions] for p in a.prompts]
+    assert texts == [[x.text for x in p.completions] for p in b.prompts]
+    assert texts != [[x.text for x in p.completions] for p in c.prompts]
+    assert a.backend["backend"] == "transformers" and a.backend["device"] == "cpu"
+    assert a.model_identity.startswith("local:model@sha256:")
+    for p in a.prompts:
+        assert [x.sample_index for x in p.completions] == [0, 1]
+        for x in p.completions:  # cut exactly when it ran to the limit without EOS
+            assert x.truncated == (x.num_tokens == 8)
+            assert 1 <= x.num_tokens <= 8
+
+
+def test_baseline_through_an_openai_compatible_endpoint(tiny_person_brief: Path, tiny_model_dir: Path) -> None:
+    from llm_finetuning.records.baseline import load_baseline
+
+    with ChatServer(tiny_model_dir) as server:
+        result = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "3", "--k", "2",
+                                          "--endpoint", server.url + "/v1/"])
+    assert result.exit_code == 0, result.output
+    assert len(server.requests) == 3
+    req = server.requests[0]
+    assert (req["model"], req["n"], req["temperature"], req["max_tokens"]) == ("tiny", 2, 0.7, 8)
+    assert sorted(r["seed"] for r in server.requests) == sorted(3407 + i for i in range(3))
+    record = load_baseline(tiny_person_brief.parent / "records/baseline.json")
+    assert record["sampling"]["backend"] == "endpoint" and record["sampling"]["served_model"] == "tiny"
+    assert record["k"] == 2 and record["prompts"]["count"] == 3
+    assert record["frac_truncated"] > 0  # a random model rarely says EOS within 8 tokens: finish_reason length
+
+
+def test_endpoint_down_is_unusable_input(tiny_person_brief: Path) -> None:
+    result = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--endpoint", "http://127.0.0.1:9"])
+    assert result.exit_code == 2
+    assert "cannot be reached" in result.output and "trl vllm-serve" in result.output
+
+
+@pytest.mark.skipif(vllm_installed(), reason="vLLM is installed here")
+def test_vllm_backend_refused_where_vllm_is_absent(tiny_person_brief: Path) -> None:
+    result = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--backend", "vllm"])
+    assert result.exit_code == 2
+    assert "vLLM is not installed" in result.output and "--backend transformers" in result.output
+
+
+def test_baseline_record_verifies(tiny_person_brief: Path) -> None:
+    from llm_finetuning.models import model_identity
+    from llm_finetuning.records.baseline import verify_baseline
+
+    result = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "4", "--k", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["format"] == "llm-finetuning/baseline@1"
+    assert out["prompts"]["split"] == "eval" and len(out["prompts"]["indices"]) == 4
+    assert out["verdict"]["signal"] is False  # a random model never writes the JSON
+    assert "SFT first" in " ".join(out["verdict"]["advice"])
+    assert "Baseline" in result.stderr and "prompts 4/4" in result.stderr  # the progress bar
+    brief = load(tiny_person_brief)
+    assert verify_baseline(brief, Path(out["path"]), model_identity(brief.section("model"), brief.folder)) == []
+
+
+def _png_is_blank(png: bytes) -> bool:
+    """True when every byte of the decoded image rows (filter bytes aside) is the same."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, data, width, channels = 8, b"", 0, 4
+    while pos < len(png):
+        length, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        chunk = png[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width = struct.unpack(">I", chunk[:4])[0]
+            channels = {2: 3, 6: 4, 0: 1, 4: 2}.get(chunk[9], 4)
+        elif kind == b"IDAT":
+            data += chunk
+        pos += 12 + length
+    raw = zlib.decompress(data)
+    stride = width * channels + 1
+    pixels = b"".join(raw[i + 1:i + stride] for i in range(0, len(raw), stride))
+    return len(set(pixels)) <= 1
+
+
+def test_inspect_writes_record_and_a_report_that_renders(tiny_person_brief: Path, tmp_path: Path) -> None:
+    from llm_finetuning.records.inspection import load_inspection, load_samples, verify_inspection
+
+    result = CliRunner().invoke(cli, ["inspect", str(tiny_person_brief), "--samples", "50", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["samples"] == 50 and out["prompts"] == 50
+    record = load_inspection(Path(out["record"]))
+    samples = load_samples(Path(out["record"]))
+    assert len(record["samples"]) == 50 and record["review"] is None
+    assert all(set(s["rewards"]) == {"json_schema"} and "schema" in s["reference"] for s in samples)
+    brief = load(tiny_person_brief)
+    kinds = {p.kind for p in verify_inspection(brief, Path(out["record"]), record["bindings"]["model"]["identity"])}
+    assert kinds == {"incomplete", "unsealed"}  # all that is missing is the person's review
+    md = Path(out["report_md"]).read_text()
+    assert md.count("\n## ") == 50 and "finetune review" in md
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    url = Path(out["report_html"]).resolve().as_uri()
+    dom = subprocess.run([*flags, f"--user-data-dir={tmp_path / 'c1'}", "--dump-dom", url], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert dom.count('<section class="sample ') == 50
+    assert "<title>Reward inspection: 50 samples (json-person)</title>" in dom
+    shot = tmp_path / "report.png"
+    subprocess.run([*flags, f"--user-data-dir={tmp_path / 'c2'}", f"--screenshot={shot}",
+                    "--window-size=1200,3000", url], capture_output=True, timeout=120, check=True)
+    assert not _png_is_blank(shot.read_bytes())
