@@ -287,6 +287,7 @@ def dequantise_gguf(source: str, gguf_file: str, out: Path, revision: str | None
         tokenizer.save_pretrained(tmp)
         marker = {"identity": identity, "source": source, "gguf_file": gguf_file, "revision": revision}
         (tmp / SOURCE_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared like any model folder
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
