@@ -6,9 +6,14 @@ from typing import Any
 
 
 def training_processes(hw: dict[str, Any]) -> int:
-    """Processes that train: GPUs x nodes, minus the vLLM server's GPUs in vllm-server mode; 1 on CPU."""
+    """Processes that train, laid out as the renderer lays them out (render.plan.topology): on one node,
+    the GPUs not given to the vLLM server; on several nodes in vllm-server mode, the first node serves
+    and the others train (accelerate needs the same process count on every node); 1 on CPU."""
     gpus, nodes = int(hw.get("gpus", 1)), int(hw.get("nodes", 1))
     if gpus == 0:
         return 1
-    server = int(hw.get("vllm_server_gpus", 1)) if hw.get("generation") == "vllm-server" else 0
-    return gpus * nodes - server
+    if hw.get("generation") != "vllm-server":
+        return gpus * nodes
+    if nodes == 1:
+        return gpus - int(hw.get("vllm_server_gpus", 1))
+    return (nodes - 1) * gpus

@@ -159,4 +159,4 @@ def load_custom(fn: str, search_dir: Path) -> Callable[..., Any]:
     obj = getattr(mod, function)
     if not callable(obj):
         raise TypeError(f"{fn} is not callable")
-    return obj  # type: ignore[no-any-return]
+    return obj

@@ -16,7 +16,7 @@ VARIANT_DECIDES: dict[str, dict[str, Any]] = {
     "grpo": {"loss_type": "grpo"},
     "dapo": {"loss_type": "dapo", "beta": 0.0},
     "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none"},
-    "gspo": {"loss_type": "grpo", "importance_sampling_level": "sequence"},
+    "gspo": {"loss_type": "grpo", "importance_sampling_level": "sequence", "beta": 0.0},
 }
 # GRPOConfig fields the renderer derives from other parts of the brief: overriding them would contradict it.
 DECIDED_ELSEWHERE = {
