@@ -72,20 +72,27 @@ def render() -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def write_or_check(page_rel: Path, text: str, module: str, argv: list[str] | None = None) -> int:
+    """The generated-page CLI shared by every docgen: write the page, or `--check` it (exit 1 when stale).
+
+    `--root DIR` names the repository root (default: the working directory).
+    """
     args = sys.argv[1:] if argv is None else argv
     root = Path(args[args.index("--root") + 1]) if "--root" in args else Path.cwd()
-    page = root / PAGE
-    text = render()
+    page = root / page_rel
     if "--check" in args:
         if not page.is_file() or page.read_text(encoding="utf-8") != text:
-            print(f"{page} is stale: run `python -m llm_finetuning.brief.docgen`", file=sys.stderr)
+            print(f"{page} is stale: run `python -m {module}`", file=sys.stderr)
             return 1
         return 0
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(text, encoding="utf-8")
     print(f"wrote {page}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_or_check(PAGE, render(), "llm_finetuning.brief.docgen", argv)
 
 
 if __name__ == "__main__":

@@ -74,19 +74,9 @@ def render(src_dir: Path = PACKAGE_DIR, template: Path = TEMPLATE) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    root = Path(args[args.index("--root") + 1]) if "--root" in args else Path.cwd()
-    page = root / PAGE
-    text = render()
-    if "--check" in args:
-        if not page.is_file() or page.read_text(encoding="utf-8") != text:
-            print(f"{page} is stale: run `python -m llm_finetuning.rewards.docgen`", file=sys.stderr)
-            return 1
-        return 0
-    page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(text, encoding="utf-8")
-    print(f"wrote {page}")
-    return 0
+    from llm_finetuning.brief.docgen import write_or_check
+
+    return write_or_check(PAGE, render(), "llm_finetuning.rewards.docgen", argv)
 
 
 if __name__ == "__main__":
