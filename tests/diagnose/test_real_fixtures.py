@@ -63,3 +63,18 @@ def test_trainer_state_alone_gives_the_same_diagnosis(tmp_path: Path) -> None:
         shutil.copy(FIXTURES / name / "trainer_state.json", run / "trainer_state.json")
         ids = {f.id for f in diagnose(load_trajectory(run), load_context(run))}
         assert ids == set(findings(name)), name
+
+
+# Two H200 runs of the learning benchmark (examples/smollm2-json, the recipe's settings, 40 steps):
+# at max_completion_length 48 the model's rambling answers were cut 45% of the time (truncation, a
+# warning: the answers that end do end at ~24 tokens); at 128 the same run was healthy and justified the
+# example's learning-rate deviation.
+def test_h200_run_cut_at_48_tokens_is_truncation() -> None:
+    found = findings("h200-smollm2-truncation")
+    assert set(found) == {"truncation"}
+    assert found["truncation"]["severity"] == "warning"
+    assert found["truncation"]["evidence"]["clipped_ratio_late"] >= 0.3
+
+
+def test_h200_recipe_run_at_128_tokens_is_healthy() -> None:
+    assert findings("h200-smollm2-recipe") == {}
