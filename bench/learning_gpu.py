@@ -24,7 +24,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,6 +33,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "bench"))
+
+from launch_gpu import GpuMemoryPoller  # noqa: E402  (nvidia-smi peak per GPU, shared with that bench)
 
 
 def finetune(*args: str, expect: tuple[int, ...] = (0,)) -> int:
@@ -43,33 +45,6 @@ def finetune(*args: str, expect: tuple[int, ...] = (0,)) -> int:
     if code not in expect:
         raise SystemExit(f"finetune {' '.join(args)} exited {code}")
     return code
-
-
-class GpuMemoryPoller:
-    """Peak GPU memory used on the device (nvidia-smi, MiB), sampled every 0.5 s in a thread."""
-
-    def __init__(self) -> None:
-        self.peak_mib = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                                     capture_output=True, text=True, check=False, timeout=5).stdout
-                self.peak_mib = max([self.peak_mib, *[int(x) for x in out.split() if x.strip().isdigit()]])
-            except (OSError, subprocess.SubprocessError, ValueError):
-                pass
-            self._stop.wait(0.5)
-
-    def __enter__(self) -> GpuMemoryPoller:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
 
 
 def write_brief(src: Path, dst: Path, steps: int, learning_rate: float, deviation: str | None,
@@ -124,7 +99,7 @@ def train_and_measure(name: str, brief: Path, run_dir: Path, eval_prompts: int, 
         "train_seconds": round(train_s, 1), "steps": steps,
         "steps_per_second": round(steps / train_s, 3) if train_s else None,
         "completion_tokens_per_second": round(tokens / train_s, 1) if train_s else None,
-        "peak_gpu_memory_used_mib": mem.peak_mib, "diagnose_exit_code": diag_code,
+        "peak_gpu_memory_used_mib": max(mem.peak.values(), default=0), "diagnose_exit_code": diag_code,
         "held_out_pass_at_1_after": after, "eval_seconds": round(eval_s, 1),
         "reward_curve": [round(float(m["reward"]), 4) for m in metrics],
     }
