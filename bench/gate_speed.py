@@ -28,6 +28,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from _machine import cpu_model  # bench/ is the script folder, so on sys.path
+
 REPO = Path(__file__).resolve().parents[1]
 TARGET_MEDIAN_S = 0.3
 TARGET_RATIO = 20.0
@@ -76,14 +78,7 @@ def prepared_brief(folder: Path) -> Path:
 
 
 def machine() -> dict[str, Any]:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     return {
         "platform": platform.platform(),
         "python": platform.python_version(),

@@ -20,6 +20,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from _machine import cpu_model  # bench/ is the script folder, so on sys.path
+
 from llm_finetuning.rewards.unit_tests import UnitTests
 from llm_finetuning.sandbox import SandboxPool
 
@@ -81,14 +83,7 @@ def sandboxed(batch: list[str], pool: SandboxPool) -> tuple[float, list[float | 
 
 
 def machine() -> dict[str, object]:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     try:
         load = os.getloadavg()
     except OSError:
