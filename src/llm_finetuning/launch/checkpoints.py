@@ -13,21 +13,10 @@ import os
 import re
 from pathlib import Path
 
+from llm_finetuning.records._io import atomic_write_bytes, fsync_dir
+
 MARKER = "COMPLETE"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def commit_checkpoint(folder: Path, step: int) -> None:
@@ -40,14 +29,8 @@ def commit_checkpoint(folder: Path, step: int) -> None:
                     os.fsync(fh.fileno())
             except OSError:
                 pass
-        _fsync_dir(Path(root))
-    tmp = folder / f".{MARKER}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"step": step}) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, folder / MARKER)
-    _fsync_dir(folder)
+        fsync_dir(Path(root))
+    atomic_write_bytes(folder / MARKER, (json.dumps({"step": step}) + "\n").encode("utf-8"))
 
 
 def is_complete(folder: Path) -> bool:

@@ -90,8 +90,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so a rename inside it survives a crash (best effort: some filesystems refuse)."""
     try:
-        dfd = os.open(path.parent, os.O_RDONLY)
+        dfd = os.open(path, os.O_RDONLY)
     except OSError:
         return
     try:
