@@ -67,9 +67,10 @@ def hostile_cases(port: int, marker: str, canary: str) -> dict[str, str]:
             "            os.write(fd, len(data).to_bytes(4, 'big') + data)\n        except OSError:\n"
             "            pass\nos._exit(0)\n"
         ),
-        "forge_parent_protocol": (
-            "import os, glob\nlines = b''.join(b'{\"id\": %d, \"status\": \"ok\", \"records\": \"\"}\\n' % i "
-            "for i in range(1, 3000))\nfor path in ['/proc/1/fd/0', '/proc/1/fd/1'] + glob.glob('/proc/*/fd/*'):\n"
+        "forge_parent_protocol": (  # the zygote's frames (marshal) and an older JSON-lines form
+            "import os, glob, marshal\nlines = b''.join(b'{\"id\": %d, \"status\": \"ok\", \"records\": \"\"}\\n' % i "
+            "for i in range(1, 3000))\nlines += b''.join(len(m).to_bytes(4, 'big') + m for m in "
+            "(marshal.dumps((i, 0, b'')) for i in range(1, 3000)))\nfor path in ['/proc/1/fd/0', '/proc/1/fd/1'] + glob.glob('/proc/*/fd/*'):\n"
             "    try:\n        fd = os.open(path, os.O_WRONLY)\n        os.write(fd, lines)\n    except OSError:\n"
             "        pass\nfor fd in range(0, 64):\n    try:\n        os.write(fd, lines)\n    except OSError:\n"
             "        pass\ndef f(x):\n    return -1\n"
@@ -128,6 +129,16 @@ def hostile_cases(port: int, marker: str, canary: str) -> dict[str, str]:
             f"for p in ['{Path.home()}/.bashrc', '/etc/shadow', '/etc/hostname', '{REPO}/pyproject.toml',\n"
             f"          '/proc/{os.getpid()}/environ', os.path.expanduser('~/.ssh/id_rsa')]:\n"
             "    try:\n        WON = WON or bool(open(p, 'rb').read())\n    except OSError:\n        pass\n" + win
+        ),
+        "sysv_ipc_channel": (  # a segment or queue left for a later job of the same pool
+            "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "WON = any(r >= 0 for r in (libc.shmget(0x4C4C4654, 4096, 0o1666), libc.semget(0x4C4C4655, 1, 0o1666),\n"
+            "                           libc.msgget(0x4C4C4656, 0o1666)))\n" + win
+        ),
+        "keyring_channel": (  # a key in the inherited session keyring, readable by a later job
+            "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "nr = {'x86_64': 248, 'aarch64': 217}[os.uname().machine]\n"
+            "WON = libc.syscall(nr, b'user', b'llmft-leak', b'4', 1, ctypes.c_int(-3)) >= 0\n" + win
         ),
         "ptrace_like": (
             "import os\nWON = False\ntry:\n    fd = os.open('/proc/1/mem', os.O_RDWR)\n    WON = True\n"

@@ -41,6 +41,26 @@ def test_honest_code_scores_one(reward: UnitTests) -> None:
     assert reward(prompts=[""] * len(HONEST), completions=HONEST, tests=[TESTS] * len(HONEST)) == [1.0] * len(HONEST)
 
 
+VALUES = (
+    "def v(i):\n    return [None, True, False, 0, -7, 10**40, 1.5, float('inf'), -0.0, complex(1, -2),\n"
+    "            b'\\x00\\xffraw', 'plain', 'caf\\u00e9 \\U0001f600 \\\\ \\\" \\n\\t\\x01', '\\ud800',\n"
+    "            [1, [2, []]], (3, (4,)), {5, 6}, frozenset({7}), {'k': [1], 2: (None,)}][i]\n"
+)
+EXPECTED = ["None", "True", "False", "0", "-7", "10**40", "1.5", "float('inf')", "-0.0", "complex(1, -2)",
+            "b'\\x00\\xffraw'", "'plain'", "'caf\\u00e9 \\U0001f600 \\\\ \\\" \\n\\t\\x01'", "'\\ud800'",
+            "[1, [2, []]]", "(3, (4,))", "{5, 6}", "frozenset({7})", "{'k': [1], 2: (None,)}"]
+
+
+def test_every_plain_value_type_comes_back_exactly(reward: UnitTests) -> None:
+    """Values cross the sandbox boundary as tagged JSON written without the json module: each builtin type,
+    escapes, astral and lone-surrogate characters, nesting, and the type itself (True is not 1, 0 is not False)."""
+    tests = [f"assert v({i}) == {e} and type(v({i})) is type({e})" for i, e in enumerate(EXPECTED)]
+    tests += ["assert v(1) is not 1", "assert type(v(6)) is not int", "assert v(3) is not False"]
+    wrong = VALUES.replace("10**40", "10**40 + 1").replace("'plain'", "'plain '")
+    assert reward(prompts=["", ""], completions=[VALUES, wrong], tests=[tests, tests]) == [
+        1.0, (len(tests) - 2) / len(tests)]
+
+
 def test_fraction_of_tests_passed(reward: UnitTests) -> None:
     partial = "def add(a, b):\n    return a + b if isinstance(a, int) else None\n"
     broken = "def add(a, b) return"

@@ -18,9 +18,10 @@ import asyncio
 import logging
 import re
 from collections import OrderedDict
+from concurrent.futures import Future
 from typing import Any
 
-from llm_finetuning.sandbox import Limits, SandboxPool, get_pool
+from llm_finetuning.sandbox import JobResult, Limits, SandboxPool, get_pool
 from llm_finetuning.sandbox.judge import PreparedTest, judge_io, judge_tests, prepare_test
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -156,16 +157,19 @@ class UnitTests:
 
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         jobs, judges = self._plan(completions, columns)
-        pool = self._pool()
-        futures = [pool.submit(job, self.limits) if job is not None else None for job in jobs]
+        futures = self._submit(jobs)
         return [self._score(j, f.result() if f is not None else None) for j, f in zip(judges, futures, strict=True)]
+
+    def _submit(self, jobs: list[dict[str, Any] | None]) -> list[Future[JobResult] | None]:
+        runnable = [job for job in jobs if job is not None]
+        sent = iter(self._pool().submit_many(runnable, self.limits) if runnable else [])
+        return [next(sent) if job is not None else None for job in jobs]
 
     async def acall(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         """The same reward, awaitable: the sandbox runs while the event loop serves other rewards."""
         jobs, judges = self._plan(completions, columns)
-        pool = self._pool()
-        await asyncio.to_thread(pool.start)
-        futures = [asyncio.wrap_future(pool.submit(job, self.limits)) if job is not None else None for job in jobs]
+        await asyncio.to_thread(self._pool().start)
+        futures = [asyncio.wrap_future(f) if f is not None else None for f in self._submit(jobs)]
         results = [await f if f is not None else None for f in futures]
         return [self._score(j, r) for j, r in zip(judges, results, strict=True)]
 

@@ -2,8 +2,14 @@
 
 Run as a script (`python -I _zygote.py CONFIG_JSON`) by `llm_finetuning.sandbox.pool`, never imported by
 the training process. It uses the standard library only, so it can start before (and apart from) any
-torch/CUDA state. Protocol: one JSON object per line on stdin (jobs) and stdout (results); the first line
-it writes is the isolation report.
+torch/CUDA state. Protocol: length-prefixed `marshal` frames both ways (only the trusted host and this
+process write them: a job's own bytes travel inside as an opaque `bytes` value); jobs in on stdin,
+results out on stdout, and the first frame out is the isolation report.
+
+Every job is a fork of this process, and on a virtual machine a fork costs mostly page-table and
+copy-on-write work, so the zygote keeps its own memory and its per-job work small: binary frames
+instead of JSON and base64, epoll directly, and a warm-up job run once before `gc.freeze()` so that
+lazily built interpreter state (the compiler's AST types among it) is built here, not in every job.
 
 Isolation, set up once for the pool ("namespaces" tier, where user namespaces work):
   user + network + mount + pid + ipc + uts namespaces; as host root the namespace's root is mapped to an
@@ -11,7 +17,8 @@ Isolation, set up once for the pool ("namespaces" tier, where user namespaces wo
   only the interpreter and system libraries (no home, no /etc, no /work, no sockets).
 Then per job: a nested user + mount + pid namespace (the job's processes all die with it), a fresh /proc
 and a size-capped tmpfs /tmp as the private working directory, every capability dropped, no_new_privs,
-a seccomp filter (no socket(), io_uring, ptrace or process_vm_*), rlimits (CPU, address space, file
+a seccomp filter (no socket(), io_uring, ptrace, process_vm_*, System V IPC objects or kernel keyrings:
+nothing a job could leave behind for a later job), rlimits (CPU, address space, file
 size, open files, processes, no core files), and a wall-clock deadline enforced here with SIGKILL.
 Without user namespaces ("basic" tier) the job runs as uid 65534 when started as root, in its own
 session and process group with a child subreaper that kills every leftover descendant, in a private
@@ -23,7 +30,9 @@ them against expected values the job never sees.
 
 from __future__ import annotations
 
-import base64
+import _ast  # noqa: F401 - keeps the compiler's AST types alive: without it 3.11 rebuilds them per compile()
+import _json
+import binascii
 
 # Pre-import what solutions commonly import, so each forked job finds it loaded.
 import bisect  # noqa: F401
@@ -40,15 +49,15 @@ import functools  # noqa: F401
 import gc
 import heapq  # noqa: F401
 import itertools  # noqa: F401
-import json
+import json  # noqa: F401
+import marshal
 import math  # noqa: F401
 import operator  # noqa: F401
 import os
-import platform
 import random  # noqa: F401
 import re  # noqa: F401
 import resource
-import selectors
+import select
 import signal
 import statistics  # noqa: F401
 import string  # noqa: F401
@@ -62,17 +71,21 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_CAPBSET_DROP = 1, 4, 22, 24
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_SECCOMP, PR_CAPBSET_DROP = 1, 4, 15, 22, 24
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 36, 38, 47
 NOBODY = 65534
 BASIC_UID_BASE = 65400  # basic tier as root: job slot k of zygote z runs as its own uid, 65400 + z * 64 + k
 MAX_RECORD_BYTES = 1 << 20
 
-# (audit arch, pivot_root, denied syscalls: socket, io_uring_setup, ptrace, process_vm_readv/writev)
+# (audit arch, pivot_root, clone, denied syscalls: socket, io_uring_setup, ptrace, process_vm_readv/writev,
+#  shmget, semget, msgget, add_key, request_key, keyctl)
 _ARCH = {
-    "x86_64": (0xC000003E, 155, (41, 425, 101, 310, 311)),
-    "aarch64": (0xC00000B7, 41, (198, 425, 117, 270, 271)),
+    "x86_64": (0xC000003E, 155, 56, (41, 425, 101, 310, 311, 29, 64, 68, 248, 249, 250)),
+    "aarch64": (0xC00000B7, 41, 220, (198, 425, 117, 270, 271, 194, 190, 186, 217, 218, 219)),
 }
+_DENIED_NAMES = ["socket", "io_uring_setup", "ptrace", "process_vm_readv", "process_vm_writev", "shmget",
+                 "semget", "msgget", "add_key", "request_key", "keyctl"]
+_MACHINE = os.uname().machine
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -81,6 +94,7 @@ _type, _len, _isinstance, _repr = builtins.type, builtins.len, builtins.isinstan
 _float_repr, _int_str = float.__repr__, int.__repr__
 _BaseException, _exec, _eval, _compile = BaseException, builtins.exec, builtins.eval, builtins.compile
 _write, _exit = os.write, os._exit
+_esc, _b64 = _json.encode_basestring_ascii, binascii.b2a_base64  # a JSON string literal; base64
 
 
 def _check(ret: int, what: str) -> int:
@@ -105,8 +119,7 @@ def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: s
 
 def _clone(flags: int) -> int:
     """fork(2) into new namespaces (raw clone, no new stack: the child continues like a fork's)."""
-    nr = {"x86_64": 56, "aarch64": 220}[platform.machine()]
-    pid = _libc.syscall(ctypes.c_long(nr), ctypes.c_ulong(flags | signal.SIGCHLD), ctypes.c_void_p(0),
+    pid = _libc.syscall(ctypes.c_long(_ARCH[_MACHINE][2]), ctypes.c_ulong(flags | signal.SIGCHLD), ctypes.c_void_p(0),
                         ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0))
     return _check(pid, "clone")
 
@@ -246,13 +259,23 @@ def _pivot_into_minimal_root(sources: dict[str, int]) -> list[str]:
         os.symlink(target, f"{new}/dev/{name}")
     _mount(None, f"{new}/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
     _mount("proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    arch = _ARCH[platform.machine()]
+    arch = _ARCH[_MACHINE]
     _check(_libc.syscall(arch[1], new.encode(), f"{new}/old".encode()), "pivot_root")
     os.chdir("/")
     _check(_libc.umount2(b"/old", MNT_DETACH), "umount old root")
     os.rmdir("/old")
     _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _assert_private_mounts()
     return bound
+
+
+def _assert_private_mounts() -> None:
+    """No mount of the pool's namespace may be shared or a slave: a job's mounts then stay its own."""
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            fields = line.split(" - ")[0].split()[6:]  # the optional fields
+            if any(f.startswith(("shared:", "master:")) for f in fields):
+                raise OSError(errno.EPERM, f"a sandbox mount propagates: {line.strip()}")
 
 
 # ---------------------------------------------------------------- per-job walls
@@ -266,7 +289,8 @@ _SECCOMP: list = []  # [program buffer, sock_fprog], built once in the zygote
 
 
 def _seccomp_filter() -> None:
-    """Deny socket(), io_uring_setup, ptrace and process_vm_* (EACCES); deny foreign syscall ABIs."""
+    """Deny socket(), io_uring_setup, ptrace, process_vm_*, SysV IPC and keyrings (EACCES), and foreign
+    syscall ABIs."""
     if not _SECCOMP:
         _build_seccomp()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
@@ -274,10 +298,10 @@ def _seccomp_filter() -> None:
 
 
 def _build_seccomp() -> None:
-    arch = _ARCH.get(platform.machine())
+    arch = _ARCH.get(_MACHINE)
     if arch is None:
-        raise OSError(errno.ENOSYS, f"no seccomp table for {platform.machine()}")
-    audit, _, denied = arch
+        raise OSError(errno.ENOSYS, f"no seccomp table for {_MACHINE}")
+    audit, _, _, denied = arch
     allow, eacces, enosys = 0x7FFF0000, 0x00050000 | errno.EACCES, 0x00050000 | errno.ENOSYS
     prog: list[tuple[int, int, int, int]] = [(0x20, 0, 0, 4), (0x15, 1, 0, audit), (0x06, 0, 0, enosys),
                                              (0x20, 0, 0, 0)]
@@ -369,36 +393,44 @@ def _kill_descendants() -> None:
 # ---------------------------------------------------------------- what runs inside a job
 
 
-def _send(fd: int, record: object) -> None:
-    data = json.dumps(record, separators=(",", ":")).encode()
+def _send(fd: int, text: str) -> None:
+    """One record: a JSON array as text, length-prefixed (the parent decodes it strictly)."""
+    data = text.encode()
     if _len(data) > MAX_RECORD_BYTES:
-        data = json.dumps(["big"]).encode()
+        data = b'["big"]'
     _write(fd, _len(data).to_bytes(4, "big") + data)
 
 
-_SEQ_TAGS: dict[typing.Any, str] = {list: "l", tuple: "t", set: "s", frozenset: "fs"}
+_SEQ_TAGS: dict[type, str] = {list: '{"l":[', tuple: '{"t":[', set: '{"s":[', frozenset: '{"fs":['}
 
 
-def _enc(v: typing.Any, depth: int = 0) -> object:
-    """Encode plain data only (exact builtin types); anything else raises, and the test fails."""
+def _enc(v: typing.Any, depth: int = 0) -> str:
+    """Plain data only (exact builtin types) as tagged JSON text; anything else raises, and the test
+    fails. Written without the json module, with references captured before any solution ran."""
     if depth > 50:
         raise ValueError("too deep")
     t = _type(v)
-    if v is None or t is bool or t is str:
-        return v
+    if t is str:
+        return _esc(v)
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
     if t is int:
-        return {"i": _int_str(v)}
+        return '{"i":"' + _int_str(v) + '"}'
     if t is float:
-        return {"f": _float_repr(v)}
+        return '{"f":"' + _float_repr(v) + '"}'
     if t is complex:
-        return {"c": [_float_repr(v.real), _float_repr(v.imag)]}
+        return '{"c":["' + _float_repr(v.real) + '","' + _float_repr(v.imag) + '"]}'
     if t is bytes:
-        return {"b": base64.b64encode(v).decode()}
+        return '{"b":"' + _b64(v, newline=False).decode() + '"}'
     if t is list or t is tuple or t is set or t is frozenset:
-        tag = _SEQ_TAGS[t]
-        return {tag: [_enc(x, depth + 1) for x in v]}
+        return _SEQ_TAGS[t] + ",".join([_enc(x, depth + 1) for x in v]) + "]}"
     if t is dict:
-        return {"d": [[_enc(k, depth + 1), _enc(x, depth + 1)] for k, x in dict.items(v)]}
+        return '{"d":[' + ",".join(["[" + _enc(k, depth + 1) + "," + _enc(x, depth + 1) + "]"
+                                    for k, x in dict.items(v)]) + "]}"
     raise TypeError(f"not plain data: {t.__name__}")
 
 
@@ -456,7 +488,7 @@ def _run_solution_then_tests(job: dict, rfd: int) -> None:
     try:
         _exec(_compile(job["solution"], "<solution>", "exec"), g)
     except _BaseException as exc:  # noqa: BLE001 - a solution may raise anything, SystemExit included
-        _send(rfd, ["s", _type(exc).__name__])
+        _send(rfd, '["s",' + _esc(_type(exc).__name__) + "]")
     for ti, steps in enumerate(job["tests"]):
         g["__lf_cmp"], g["__lf_truth"] = _lf_cmp, _lf_truth
         failed = False
@@ -465,19 +497,19 @@ def _run_solution_then_tests(job: dict, rfd: int) -> None:
                 try:
                     _exec(_compile(step[1], f"<test {ti}>", "exec"), g)
                 except _BaseException as exc:  # noqa: BLE001
-                    _send(rfd, ["x", ti, si, _type(exc).__name__])
+                    _send(rfd, f'["x",{ti},{si},' + _esc(_type(exc).__name__) + "]")
                     failed = True
                     break
             else:
                 out = []
                 for src in step[1]:
                     try:
-                        out.append(["ok", _enc(_eval(_compile(src, f"<test {ti}>", "eval"), g))])
+                        out.append('["ok",' + _enc(_eval(_compile(src, f"<test {ti}>", "eval"), g)) + "]")
                     except _BaseException as exc:  # noqa: BLE001
-                        out.append(["err", _type(exc).__name__])
-                _send(rfd, ["v", ti, si, out])
+                        out.append('["err",' + _esc(_type(exc).__name__) + "]")
+                _send(rfd, f'["v",{ti},{si},[' + ",".join(out) + "]]")
         if not failed:
-            _send(rfd, ["d", ti])
+            _send(rfd, f'["d",{ti}]')
 
 
 def _run_io_cases(job: dict, rfd: int, devnull: int) -> None:
@@ -554,7 +586,7 @@ def _run_io_cases(job: dict, rfd: int, devnull: int) -> None:
                 status = 0
         code = os.waitstatus_to_exitcode(status) if status is not None else -1
         text = b"".join(chunks).decode("utf-8", errors="replace")
-        _send(rfd, ["o", ci, text, truncated, code])
+        _send(rfd, f'["o",{ci},' + _esc(text) + "," + ("true" if truncated else "false") + f",{code}]")
         os.unlink(path)
 
 
@@ -569,7 +601,8 @@ def _job_body(job: dict, rfd: int, tier: str) -> None:
     """Runs in the job's first process (pid 1 of the job's pid namespace in the namespaces tier)."""
     limits = job["limits"]
     if tier == "namespaces":
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        # Every mount of the pool is private (checked once, _assert_private_mounts): these two never
+        # propagate out of the job's own mount namespace.
         _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
                f"size={int(limits['disk_mb'])}m,nr_inodes=4096,mode=1777")
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -595,8 +628,7 @@ def _job_body(job: dict, rfd: int, tier: str) -> None:
         _write_file("/proc/self/oom_score_adj", "1000")
     # Non-dumpable: no other process of the job may open our /proc/<pid>/mem (inherited by forks).
     _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    _seccomp_filter()
-    _set_rlimits(limits)
+    _set_rlimits(limits)  # the seccomp filter is the zygote's own, inherited by every job
     _close_fds_except({rfd, devnull})
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if job["mode"] == "io":
@@ -611,31 +643,36 @@ def _job_body(job: dict, rfd: int, tier: str) -> None:
 # ---------------------------------------------------------------- the zygote loop
 
 
+_STATUS = {"ok": 0, "timeout": 1, "overflow": 2}
+
+
 class Zygote:
     def __init__(self, config: dict) -> None:
         self.tier = "none"
         self.config = config
-        self.sel = selectors.DefaultSelector()
+        self.poll = select.epoll()
+        self.fd_pid: dict[int, int] = {}  # record pipe -> job pid
         self.jobs: dict[int, dict] = {}  # keyed by the pid we wait for
         self.queue: list[dict] = []
         self.max_jobs = int(config.get("max_jobs", 4))
         self.free_slots = list(range(self.max_jobs))
         # Distinct uids for every slot of every zygote of a pool (basic tier): no job can signal another.
         self.uid_base = BASIC_UID_BASE + 64 * int(config.get("index", 0))
-        self.inbuf = b""
+        self.inbuf = bytearray()
         self.closing = False
 
     def report(self, facts: dict) -> None:
         self.out({"ready": True, "tier": self.tier, "facts": facts, "pid": os.getpid()})
 
-    def out(self, obj: dict) -> None:
-        data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
-        view = memoryview(data)
+    def out(self, obj: typing.Any) -> None:
+        """One frame to the host: a 4-byte big-endian length, then marshal data."""
+        body = marshal.dumps(obj)
+        view = memoryview(_len(body).to_bytes(4, "big") + body)
         while view:
             try:
                 n = os.write(1, view)
             except BlockingIOError:
-                selectors.DefaultSelector().select(0.01)
+                select.select([], [1], [], 0.01)
                 continue
             view = view[n:]
 
@@ -667,6 +704,7 @@ class Zygote:
                     os._exit(71)
                 os.close(go_r)
                 os.setsid()
+                _libc.prctl(PR_SET_NAME, b"llmft-job", 0, 0, 0)
                 _job_body(job, w, self.tier)
                 os._exit(0)
             except BaseException as exc:
@@ -675,7 +713,7 @@ class Zygote:
         os.close(w)
         os.close(go_r)
         try:
-            if self.tier == "namespaces":
+            if ns:
                 # We hold CAP_SETUID in the parent namespace of the job's: map its root to ours.
                 _write_file(f"/proc/{pid}/uid_map", "0 0 1")
                 _write_file(f"/proc/{pid}/gid_map", "0 0 1")
@@ -685,11 +723,12 @@ class Zygote:
             os.kill(pid, signal.SIGKILL)
         os.close(go_w)
         os.set_blocking(r, False)
-        state = {"job": job, "fd": r, "buf": bytearray(), "overflow": False, "exited": False,
-                 "eof": False, "deadline": time.monotonic() + float(job["limits"]["timeout_s"]),
-                 "timed_out": False, "workdir": workdir, "pid": pid, "slot": slot}
-        self.jobs[pid] = state
-        self.sel.register(r, selectors.EVENT_READ, pid)
+        self.jobs[pid] = {"job": job, "fd": r, "buf": bytearray(), "overflow": False, "exited": False,
+                          "eof": False, "deadline": time.monotonic() + float(job["limits"]["timeout_s"]),
+                          "timed_out": False, "workdir": workdir, "pid": pid, "slot": slot,
+                          "cap": int(job["limits"]["record_bytes"])}
+        self.fd_pid[r] = pid
+        self.poll.register(r, select.EPOLLIN)
 
     def finish_if_done(self, pid: int) -> None:
         st = self.jobs[pid]
@@ -704,24 +743,24 @@ class Zygote:
             if os.geteuid() == 0:
                 _remove_files_of(self.uid_base + st["slot"])
         status = "timeout" if st["timed_out"] else ("overflow" if st["overflow"] else "ok")
-        self.out({"id": st["job"]["id"], "status": status,
-                  "records": base64.b64encode(bytes(st["buf"])).decode()})
+        self.out((st["job"]["id"], _STATUS[status], bytes(st["buf"])))
 
-    def on_readable(self, pid: int) -> None:
+    def on_readable(self, fd: int) -> None:
+        pid = self.fd_pid[fd]
         st = self.jobs[pid]
-        cap = int(st["job"]["limits"]["record_bytes"])
         while True:
             try:
-                data = os.read(st["fd"], 65536)
+                data = os.read(fd, 65536)
             except BlockingIOError:
                 return
             if not data:
-                self.sel.unregister(st["fd"])
-                os.close(st["fd"])
+                self.poll.unregister(fd)
+                del self.fd_pid[fd]
+                os.close(fd)
                 st["eof"] = True
                 self.finish_if_done(pid)
                 return
-            if len(st["buf"]) + len(data) > cap:
+            if len(st["buf"]) + len(data) > st["cap"]:
                 st["overflow"] = True
                 self._kill(pid)
             else:
@@ -758,13 +797,18 @@ class Zygote:
             return
         if not data:
             self.closing = True
-            self.sel.unregister(0)
+            self.poll.unregister(0)
             return
-        self.inbuf += data
-        while b"\n" in self.inbuf:
-            line, self.inbuf = self.inbuf.split(b"\n", 1)
-            if line.strip():
-                self.queue.append(json.loads(line))
+        buf = self.inbuf
+        buf += data
+        i = 0
+        while len(buf) - i >= 4:
+            n = int.from_bytes(buf[i:i + 4], "big")
+            if len(buf) - i - 4 < n:
+                break
+            self.queue.append(marshal.loads(buf[i + 4:i + 4 + n]))
+            i += 4 + n
+        del buf[:i]
 
     def serve(self) -> None:
         wake_r, wake_w = os.pipe()
@@ -773,8 +817,8 @@ class Zygote:
         signal.set_wakeup_fd(wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         os.set_blocking(0, False)
-        self.sel.register(0, selectors.EVENT_READ, "stdin")
-        self.sel.register(wake_r, selectors.EVENT_READ, "wake")
+        self.poll.register(0, select.EPOLLIN)
+        self.poll.register(wake_r, select.EPOLLIN)
         while not (self.closing and not self.jobs and not self.queue):
             if self.closing:
                 self.queue.clear()
@@ -790,14 +834,18 @@ class Zygote:
                     self._kill(pid)
                 else:
                     timeout = min(timeout, max(0.0, st["deadline"] - now))
-            for key, _ in self.sel.select(timeout):
-                if key.data == "stdin":
+            try:
+                events = self.poll.poll(timeout)
+            except InterruptedError:
+                events = []
+            for fd, _ in events:
+                if fd == 0:
                     self.on_stdin()
-                elif key.data == "wake":
+                elif fd == wake_r:
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_r, 4096)
-                elif key.data in self.jobs:
-                    self.on_readable(key.data)
+                elif fd in self.fd_pid:
+                    self.on_readable(fd)
             self.reap()
             if self.tier != "namespaces":
                 _kill_orphans(set(self.jobs))
@@ -855,9 +903,23 @@ def _kill_orphans(live: set[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+_WARM_UP_JOB = {
+    "mode": "tests",
+    "solution": "def f(x):\n    return [x, x * 0.5, str(x), (x,), {x: b'x'}, None, x > 0]\n",
+    "tests": [[["probe", ["f(2)", "f(-1)[0]", "g(1)"]]], [["exec", "y = f(3)"], ["probe", ["y[2]"]]]],
+}
+
+
+def _warm_up() -> None:
+    """Run one job's code path here, once, so what the interpreter builds lazily on first use (the
+    compiler's AST types, method caches, interned names) is built before the fork, not in every job."""
+    for _ in range(2):
+        _run_solution_then_tests(_WARM_UP_JOB, _DEVNULL[0])
+
+
 def main() -> None:
-    config = json.loads(sys.argv[1])
-    facts: dict = {"kernel": platform.release(), "machine": platform.machine()}
+    config = marshal.loads(bytes.fromhex(sys.argv[1]))
+    facts: dict = {"kernel": os.uname().release, "machine": _MACHINE}
     for kind in ("pids_cgroup", "memory_cgroup"):
         facts[kind] = None
         if config.get(kind):
@@ -870,6 +932,7 @@ def main() -> None:
         # The zygote is the last process the OOM killer should pick; its jobs (set to 1000) the first.
         with contextlib.suppress(OSError):
             _write_file("/proc/self/oom_score_adj", "-1000")
+    _libc.prctl(PR_SET_NAME, b"llmft-zygote", 0, 0, 0)  # what ps and perf show
     zygote = Zygote(config)
     want = config.get("isolation", "auto")
     if want in ("auto", "namespaces"):
@@ -899,14 +962,23 @@ def main() -> None:
         zygote.tier = "basic"
         facts.update({"user_ns": False, "net_ns": False, "pid_ns": False, "mount_ns": False,
                       "runs_as_uid": (f"{zygote.uid_base}+slot" if os.geteuid() == 0 else os.geteuid())})
-    _build_seccomp()
-    facts["seccomp_denied"] = ["socket", "io_uring_setup", "ptrace", "process_vm_readv", "process_vm_writev"]
+    try:
+        # Installed here, once: every job inherits it (with no_new_privs), and the zygote, which needs
+        # none of these calls either, is held by it too.
+        _seccomp_filter()
+    except OSError as exc:
+        zygote.out({"ready": False, "error": f"seccomp unavailable: {exc}"})
+        os._exit(2)
+    facts["seccomp_denied"] = list(_DENIED_NAMES)
     facts["rlimits"] = ["CPU", "AS", "FSIZE", "NOFILE", "NPROC", "CORE", "STACK"]
     facts["capabilities"] = ("all dropped; securebits NOROOT|NO_SETUID_FIXUP|NO_CAP_AMBIENT_RAISE locked"
                              if zygote.tier == "namespaces" else "none held (a uid of its own per slot)")
     os.environ.clear()
     os.environ.update(_clean_env("/tmp"))
     _DEVNULL[0] = os.open("/dev/null", os.O_RDWR)
+    _warm_up()
+    gc.collect()
+    _libc.malloc_trim(0)  # free heap pages go back to the kernel: every fork then copies fewer page-table entries
     zygote.report(facts)
     gc.freeze()  # forked jobs then never walk (and so never copy) the zygote's own objects
     zygote.serve()

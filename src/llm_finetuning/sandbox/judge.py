@@ -18,6 +18,7 @@ import ast
 import base64
 import json
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,6 +165,23 @@ def _note_bindings(stmt: ast.stmt, known: dict[str, ast.expr]) -> None:
         known[stmt.targets[0].id] = stmt.value
 
 
+class _LiteralFolder(ast.NodeTransformer):
+    """Replace every literal sub-expression by a Constant holding its value, once, when the test is
+    prepared, so judging a record never re-parses literals. Values are shared between judgements: the
+    evaluator never mutates a value (every operator and allowed call returns a new object)."""
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and not isinstance(node, (ast.Constant, ast.Name)) and _literal(node):
+            return ast.Constant(ast.literal_eval(node))
+        return super().visit(node)
+
+
+def _fold_literals(expr: ast.expr) -> ast.expr:
+    folded = _LiteralFolder().visit(expr)
+    assert isinstance(folded, ast.expr)
+    return folded
+
+
 def prepare_test(source: str) -> PreparedTest:
     """Split one test (a string of Python statements) into job steps and parent-side assertions."""
     tree = ast.parse(source)  # SyntaxError: the caller scores the test 0
@@ -191,7 +209,7 @@ def prepare_test(source: str) -> PreparedTest:
                 pending.append(stmt)
                 continue
             flush()
-            assertions[len(steps)] = Assertion(expr, len(splitter.probes))
+            assertions[len(steps)] = Assertion(_fold_literals(expr), len(splitter.probes))
             steps.append(["probe", splitter.probes])
         else:
             _note_bindings(stmt, known)
@@ -240,6 +258,9 @@ def decode_value(obj: Any, depth: int = 0) -> Any:
     raise Malformed(f"unknown tag {tag!r}")
 
 
+_DECODE = json.JSONDecoder().decode
+
+
 def split_records(raw: bytes) -> list[Any]:
     """Length-prefixed JSON frames; a truncated or non-JSON frame makes the whole stream Malformed."""
     out: list[Any] = []
@@ -252,7 +273,7 @@ def split_records(raw: bytes) -> list[Any]:
         if len(body) != n:
             raise Malformed("truncated frame")
         try:
-            rec = json.loads(body)
+            rec = _DECODE(body.decode("utf-8"))
         except (ValueError, RecursionError) as exc:
             raise Malformed(f"frame is not JSON: {exc}") from None
         if not isinstance(rec, list) or not rec or not isinstance(rec[0], str):
@@ -294,14 +315,19 @@ def _binop(op: ast.operator, a: Any, b: Any) -> Any:
         raise _EvalError("shift too large")
     if isinstance(op, ast.Mod) and isinstance(a, (str, bytes)):
         raise _EvalError("string formatting is not evaluated")
-    ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
-           ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.BitAnd: lambda: a & b,
-           ast.BitOr: lambda: a | b, ast.BitXor: lambda: a ^ b, ast.LShift: lambda: a << b,
-           ast.RShift: lambda: a >> b}
-    fn = ops.get(type(op))
+    fn = _BINOPS.get(type(op))
     if fn is None:
         raise _EvalError(f"operator {type(op).__name__} is not evaluated")
-    return _check_size(fn())
+    return _check_size(fn(a, b))
+
+
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.BitAnd: operator.and_,
+           ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.LShift: operator.lshift,
+           ast.RShift: operator.rshift, ast.Pow: operator.pow}
+_COMPARES = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+             ast.Gt: operator.gt, ast.GtE: operator.ge, ast.In: lambda a, b: a in b,
+             ast.NotIn: lambda a, b: a not in b}
 
 
 def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
@@ -311,10 +337,7 @@ def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
         else:
             same = type(a) is type(b) and a == b
         return same if isinstance(op, ast.Is) else not same
-    fns = {ast.Eq: lambda: a == b, ast.NotEq: lambda: a != b, ast.Lt: lambda: a < b, ast.LtE: lambda: a <= b,
-           ast.Gt: lambda: a > b, ast.GtE: lambda: a >= b, ast.In: lambda: a in b,
-           ast.NotIn: lambda: a not in b}
-    return bool(fns[type(op)]())
+    return bool(_COMPARES[type(op)](a, b))
 
 
 def evaluate(node: ast.expr, probes: list[Any]) -> Any:
@@ -328,8 +351,8 @@ def evaluate(node: ast.expr, probes: list[Any]) -> Any:
         if node.id in _TYPE_NAMES:
             return _TYPE_NAMES[node.id]
         raise _EvalError(f"name {node.id}")
-    if isinstance(node, ast.Constant) or _literal(node):
-        return ast.literal_eval(node)
+    if isinstance(node, ast.Constant):
+        return node.value
     if isinstance(node, ast.BoolOp):
         result: Any = None
         for v in node.values:

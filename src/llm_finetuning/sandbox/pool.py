@@ -9,9 +9,8 @@ death of the zygote.
 from __future__ import annotations
 
 import atexit
-import base64
 import itertools
-import json
+import marshal
 import os
 import subprocess
 import sys
@@ -80,6 +79,22 @@ class SandboxError(RuntimeError):
     pass
 
 
+_STATUS = ("ok", "timeout", "overflow")
+
+
+def _read_frame(stream: Any) -> Any:
+    """One frame from the zygote: a 4-byte big-endian length, then marshal data. Only the zygote (our own
+    code) writes this stream; a job's bytes travel inside it as an opaque bytes value."""
+    head = stream.read(4)
+    if len(head) < 4:
+        raise EOFError("the sandbox zygote closed its channel")
+    n = int.from_bytes(head, "big")
+    body = stream.read(n)
+    if len(body) < n:
+        raise EOFError("the sandbox zygote closed its channel mid-frame")
+    return marshal.loads(body)
+
+
 class _Zygote:
     """One zygote process, its pending jobs, and the thread that reads its replies."""
 
@@ -93,7 +108,7 @@ class _Zygote:
     def spawn(cls, config: dict[str, Any], index: int) -> _Zygote:
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
         proc = subprocess.Popen(
-            [sys.executable, "-I", str(ZYGOTE), json.dumps(config)],
+            [sys.executable, "-I", str(ZYGOTE), marshal.dumps(config).hex()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -103,10 +118,11 @@ class _Zygote:
             start_new_session=True,
         )
         assert proc.stdout is not None
-        first = proc.stdout.readline()
         try:
-            hello = json.loads(first)
-        except ValueError:
+            hello = _read_frame(proc.stdout)
+            if not isinstance(hello, dict):
+                raise ValueError("not a report")
+        except (ValueError, EOFError, TypeError):
             proc.kill()
             proc.wait()
             stderr.seek(0)
@@ -121,33 +137,36 @@ class _Zygote:
 
     def _reader(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        while True:
             try:
-                msg = json.loads(line)
-                with self.lock:
-                    fut = self.pending.pop(int(msg["id"]), None)
-                result = JobResult(msg["status"], base64.b64decode(msg.get("records", "")), msg.get("detail", ""))
-            except (ValueError, KeyError, TypeError):
-                continue
+                job_id, status, records = _read_frame(self.proc.stdout)
+            except (ValueError, EOFError, TypeError):
+                break
+            with self.lock:
+                fut = self.pending.pop(job_id, None)
             if fut is not None:
-                fut.set_result(result)
+                fut.set_result(JobResult(_STATUS[status], records))
         # The zygote is gone: every job still waiting fails (the parent scores it 0).
         with self.lock:
             pending, self.pending = self.pending, {}
         for fut in pending.values():
             fut.set_result(JobResult("error", b"", "sandbox zygote exited"))
 
-    def submit(self, job_id: int, line: bytes, fut: Future[JobResult]) -> None:
+    def submit(self, batch: list[tuple[int, bytes, Future[JobResult]]]) -> None:
+        """Send jobs in one write (one wake-up of the zygote for a whole batch)."""
         with self.lock:
-            self.pending[job_id] = fut
+            for job_id, _, fut in batch:
+                self.pending[job_id] = fut
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write(line)
+            self.proc.stdin.write(b"".join(frame for _, frame, _ in batch))
             self.proc.stdin.flush()
         except OSError:
             with self.lock:
-                self.pending.pop(job_id, None)
-            fut.set_result(JobResult("error", b"", "sandbox zygote is not accepting jobs"))
+                lost = [self.pending.pop(job_id, None) for job_id, _, _ in batch]
+            for waiting in lost:
+                if waiting is not None:
+                    waiting.set_result(JobResult("error", b"", "sandbox zygote is not accepting jobs"))
 
     def close(self) -> None:
         try:
@@ -246,18 +265,31 @@ class SandboxPool:
 
     # ------------------------------------------------------------------ jobs
     def submit(self, job: dict[str, Any], limits: Limits) -> Future[JobResult]:
-        fut: Future[JobResult] = Future()
+        return self.submit_many([job], limits)[0]
+
+    def submit_many(self, jobs: list[dict[str, Any]], limits: Limits) -> list[Future[JobResult]]:
+        """Queue jobs, spread over the zygotes by how much each already has pending; one write per zygote."""
+        futures: list[Future[JobResult]] = []
+        lim = limits.to_json()
         with self._lock:
             self._ensure_started()
-            job_id = next(self._ids)
-            zygote = min(self._zygotes, key=lambda z: len(z.pending))
-            line = (json.dumps({**job, "id": job_id, "limits": limits.to_json()}) + "\n").encode()
-            zygote.submit(job_id, line, fut)
-        return fut
+            load = {id(z): len(z.pending) for z in self._zygotes}
+            batches: dict[int, list[tuple[int, bytes, Future[JobResult]]]] = {id(z): [] for z in self._zygotes}
+            for job in jobs:
+                job_id = next(self._ids)
+                zygote = min(self._zygotes, key=lambda z: load[id(z)])
+                load[id(zygote)] += 1
+                body = marshal.dumps({**job, "id": job_id, "limits": lim})
+                fut: Future[JobResult] = Future()
+                batches[id(zygote)].append((job_id, len(body).to_bytes(4, "big") + body, fut))
+                futures.append(fut)
+            for zygote in self._zygotes:
+                if batches[id(zygote)]:
+                    zygote.submit(batches[id(zygote)])
+        return futures
 
     def run_many(self, jobs: list[dict[str, Any]], limits: Limits) -> list[JobResult]:
-        futures = [self.submit(job, limits) for job in jobs]
-        return [f.result() for f in futures]
+        return [f.result() for f in self.submit_many(jobs, limits)]
 
 
 _POOL: SandboxPool | None = None
