@@ -3,8 +3,9 @@
 Scores a batch of trivial solutions (each with three assert tests) through the `UnitTests` reward on the
 pre-forked, isolated pool, and the same batch with one fresh `python -c` per completion (no isolation at
 all, same number of concurrent workers). After one unmeasured warm-up batch through the pool, the two
-alternate for --rounds rounds, so that a slow spell of a shared machine falls on both; prints completions per second per round, the medians and their ratio, and
-writes bench/results/sandbox-throughput.json with the machine described.
+alternate for --rounds rounds, so that a slow spell of a shared machine falls on both; prints completions
+per second per round, the medians and their ratio, and writes bench/results/sandbox-throughput.json with
+the machine described.
 
     python bench/sandbox_throughput.py [--n 512] [--rounds 5] [--tier namespaces|basic|auto] [--out PATH]
 """
@@ -71,18 +72,17 @@ def naive(batch: list[str], workers: int) -> tuple[float, list[float]]:
 
 
 NAIVE_CPU = [0.0]
-WARMED: list[bool] = []
 SANDBOX_CPU = [0.0]
 
 
-def sandboxed(batch: list[str], pool: SandboxPool) -> tuple[float, list[float | None]]:
+def _reward(pool: SandboxPool) -> UnitTests:
     reward = UnitTests(timeout_s=10.0, memory_mb=512)
     reward.pool = pool
-    if not WARMED:
-        # One unmeasured batch first: training calls the pool thousands of times, and the first batch
-        # after a start also pays for the kernel's and the zygote's first allocations (rounds show it).
-        reward(prompts=[""] * len(batch), completions=batch, tests=[TESTS] * len(batch))
-        WARMED.append(True)
+    return reward
+
+
+def sandboxed(batch: list[str], pool: SandboxPool) -> tuple[float, list[float | None]]:
+    reward = _reward(pool)
     t0, c0, z0 = time.perf_counter(), _own_cpu(children=False), _zygote_cpu(pool)
     scores = reward(prompts=[""] * len(batch), completions=batch, tests=[TESTS] * len(batch))
     SANDBOX_CPU[0] = _own_cpu(children=False) - c0 + _zygote_cpu(pool) - z0
@@ -113,6 +113,9 @@ def main() -> int:
     iso = pool.start()
     rounds: list[dict[str, float]] = []
     try:
+        # One unmeasured batch first: training calls the pool thousands of times, and the first batch
+        # after a start also pays for the kernel's and the zygote's first allocations (rounds show it).
+        _reward(pool)(prompts=[""] * len(batch), completions=batch, tests=[TESTS] * len(batch))
         for r in range(args.rounds):
             t_sandbox, s_sandbox = sandboxed(batch, pool)
             t_naive, s_naive = naive(batch, pool.max_jobs)

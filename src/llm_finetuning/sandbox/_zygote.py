@@ -77,14 +77,16 @@ NOBODY = 65534
 BASIC_UID_BASE = 65400  # basic tier as root: job slot k of zygote z runs as its own uid, 65400 + z * 64 + k
 MAX_RECORD_BYTES = 1 << 20
 
-# (audit arch, pivot_root, clone, denied syscalls: socket, io_uring_setup, ptrace, process_vm_readv/writev,
-#  shmget, semget, msgget, add_key, request_key, keyctl)
-_ARCH = {
-    "x86_64": (0xC000003E, 155, 56, (41, 425, 101, 310, 311, 29, 64, 68, 248, 249, 250)),
-    "aarch64": (0xC00000B7, 41, 220, (198, 425, 117, 270, 271, 194, 190, 186, 217, 218, 219)),
+# (audit arch, pivot_root, clone) per machine
+_ARCH = {"x86_64": (0xC000003E, 155, 56), "aarch64": (0xC00000B7, 41, 220)}
+# Syscalls the seccomp filter denies, with their numbers on each machine of _DENIED_COLUMNS.
+_DENIED_COLUMNS = ("x86_64", "aarch64")
+_DENIED = {
+    "socket": (41, 198), "io_uring_setup": (425, 425), "ptrace": (101, 117),
+    "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
+    "shmget": (29, 194), "semget": (64, 190), "msgget": (68, 186),
+    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
 }
-_DENIED_NAMES = ["socket", "io_uring_setup", "ptrace", "process_vm_readv", "process_vm_writev", "shmget",
-                 "semget", "msgget", "add_key", "request_key", "keyctl"]
 _MACHINE = os.uname().machine
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -301,7 +303,8 @@ def _build_seccomp() -> None:
     arch = _ARCH.get(_MACHINE)
     if arch is None:
         raise OSError(errno.ENOSYS, f"no seccomp table for {_MACHINE}")
-    audit, _, _, denied = arch
+    audit = arch[0]
+    denied = [nrs[_DENIED_COLUMNS.index(_MACHINE)] for nrs in _DENIED.values()]
     allow, eacces, enosys = 0x7FFF0000, 0x00050000 | errno.EACCES, 0x00050000 | errno.ENOSYS
     prog: list[tuple[int, int, int, int]] = [(0x20, 0, 0, 4), (0x15, 1, 0, audit), (0x06, 0, 0, enosys),
                                              (0x20, 0, 0, 0)]
@@ -643,9 +646,6 @@ def _job_body(job: dict, rfd: int, tier: str) -> None:
 # ---------------------------------------------------------------- the zygote loop
 
 
-_STATUS = {"ok": 0, "timeout": 1, "overflow": 2}
-
-
 class Zygote:
     def __init__(self, config: dict) -> None:
         self.tier = "none"
@@ -743,7 +743,7 @@ class Zygote:
             if os.geteuid() == 0:
                 _remove_files_of(self.uid_base + st["slot"])
         status = "timeout" if st["timed_out"] else ("overflow" if st["overflow"] else "ok")
-        self.out((st["job"]["id"], _STATUS[status], bytes(st["buf"])))
+        self.out((st["job"]["id"], status, bytes(st["buf"])))
 
     def on_readable(self, fd: int) -> None:
         pid = self.fd_pid[fd]
@@ -969,7 +969,7 @@ def main() -> None:
     except OSError as exc:
         zygote.out({"ready": False, "error": f"seccomp unavailable: {exc}"})
         os._exit(2)
-    facts["seccomp_denied"] = list(_DENIED_NAMES)
+    facts["seccomp_denied"] = list(_DENIED)
     facts["rlimits"] = ["CPU", "AS", "FSIZE", "NOFILE", "NPROC", "CORE", "STACK"]
     facts["capabilities"] = ("all dropped; securebits NOROOT|NO_SETUID_FIXUP|NO_CAP_AMBIENT_RAISE locked"
                              if zygote.tier == "namespaces" else "none held (a uid of its own per slot)")

@@ -79,9 +79,6 @@ class SandboxError(RuntimeError):
     pass
 
 
-_STATUS = ("ok", "timeout", "overflow")
-
-
 def _read_frame(stream: Any) -> Any:
     """One frame from the zygote: a 4-byte big-endian length, then marshal data. Only the zygote (our own
     code) writes this stream; a job's bytes travel inside it as an opaque bytes value."""
@@ -145,7 +142,7 @@ class _Zygote:
             with self.lock:
                 fut = self.pending.pop(job_id, None)
             if fut is not None:
-                fut.set_result(JobResult(_STATUS[status], records))
+                fut.set_result(JobResult(status, records))
         # The zygote is gone: every job still waiting fails (the parent scores it 0).
         with self.lock:
             pending, self.pending = self.pending, {}
