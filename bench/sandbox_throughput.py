@@ -35,25 +35,14 @@ def solutions(n: int) -> list[str]:
     return [f"```python\ndef f(x):\n    # completion {i}\n    return x * x\n```" for i in range(n)]
 
 
-def _proc_cpu(pid: int) -> float:
-    """utime + stime + cutime + cstime of a process (its reaped children included), in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-def _zygote_cpu(pool: SandboxPool) -> float:
-    """CPU of every process that forks jobs (pid 1 of each zygote's namespace, or the zygote itself in
-    the basic tier), reaped jobs included."""
-    total = 0.0
-    for pid in pool.zygote_pids:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        total += _proc_cpu(int(kids[0]) if kids else pid)
-    return total
-
-
-def _own_cpu(children: bool) -> float:
-    t = os.times()
-    return t.user + t.system + ((t.children_user + t.children_system) if children else 0.0)
+def _busy_cpu() -> float:
+    """CPU seconds the whole machine spent busy (every field of /proc/stat's first line but idle and
+    iowait): a job is reaped by the kernel, not by a process whose times would hold it, so per-process
+    counters miss it. On an idle machine this is the cost of the method measured, and the same meter
+    serves both."""
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:9]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def naive(batch: list[str], workers: int) -> tuple[float, list[float]]:
@@ -64,10 +53,10 @@ def naive(batch: list[str], workers: int) -> tuple[float, list[float]]:
         proc = subprocess.run([sys.executable, "-c", body], capture_output=True, timeout=30, check=False)
         return 1.0 if proc.returncode == 0 else 0.0
 
-    t0, c0 = time.perf_counter(), _own_cpu(children=True)
+    t0, c0 = time.perf_counter(), _busy_cpu()
     with ThreadPoolExecutor(workers) as ex:
         scores = list(ex.map(one, batch))
-    NAIVE_CPU[0] = _own_cpu(children=True) - c0
+    NAIVE_CPU[0] = _busy_cpu() - c0
     return time.perf_counter() - t0, scores
 
 
@@ -83,9 +72,9 @@ def _reward(pool: SandboxPool) -> UnitTests:
 
 def sandboxed(batch: list[str], pool: SandboxPool) -> tuple[float, list[float | None]]:
     reward = _reward(pool)
-    t0, c0, z0 = time.perf_counter(), _own_cpu(children=False), _zygote_cpu(pool)
+    t0, c0 = time.perf_counter(), _busy_cpu()
     scores = reward(prompts=[""] * len(batch), completions=batch, tests=[TESTS] * len(batch))
-    SANDBOX_CPU[0] = _own_cpu(children=False) - c0 + _zygote_cpu(pool) - z0
+    SANDBOX_CPU[0] = _busy_cpu() - c0
     return time.perf_counter() - t0, scores
 
 
@@ -152,6 +141,7 @@ def main() -> int:
         "naive_python_c": {"median_completions_per_s": rate_naive, "concurrent_workers": pool.max_jobs,
                            "isolation": "none", "median_cpu_ms_per_completion": cpu_ms_naive,
                            "projected_completions_per_s_all_cores_idle": round(cores * 1e3 / cpu_ms_naive)},
+        "cpu_meter": "busy time of the whole machine (/proc/stat) during each batch",
         "ratio_of_medians": round(rate_sandbox / rate_naive, 2),
         "ratio_per_round": [row["ratio"] for row in rounds],
         "machine": machine(),

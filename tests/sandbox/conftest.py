@@ -47,8 +47,8 @@ def second_wall() -> Iterator[dict[str, object]]:
             resource.setrlimit(res, (soft, hard))
 
 
-def _pool(tier: str, second_wall: dict[str, object]) -> Iterator[SandboxPool]:
-    pool = SandboxPool(max_jobs=4, isolation=tier)
+def _pool(tier: str, second_wall: dict[str, object], forker: bool = True) -> Iterator[SandboxPool]:
+    pool = SandboxPool(max_jobs=4, isolation=tier, forker=forker)
     try:
         iso = pool.start()
     except Exception as exc:  # noqa: BLE001 - any failure to start means: refuse
@@ -67,14 +67,21 @@ def ns_pool(second_wall: dict[str, object]) -> Iterator[SandboxPool]:
 
 
 @pytest.fixture(scope="session")
+def ns_direct_pool(second_wall: dict[str, object]) -> Iterator[SandboxPool]:
+    """The namespaces tier with jobs forked by the zygote itself (kernels without pidfds)."""
+    yield from _pool("namespaces", second_wall, forker=False)
+
+
+@pytest.fixture(scope="session")
 def basic_pool(second_wall: dict[str, object]) -> Iterator[SandboxPool]:
     """The fallback tier, forced: no namespaces; rlimits, seccomp, subreaper, uid 65534 as root."""
     yield from _pool("basic", second_wall)
 
 
-@pytest.fixture(params=["namespaces", "basic"])
+@pytest.fixture(params=["namespaces", "namespaces-direct", "basic"])
 def pool(request: pytest.FixtureRequest) -> SandboxPool:
-    return request.getfixturevalue("ns_pool" if request.param == "namespaces" else "basic_pool")  # type: ignore[no-any-return]
+    fixture = {"namespaces": "ns_pool", "namespaces-direct": "ns_direct_pool", "basic": "basic_pool"}[request.param]
+    return request.getfixturevalue(fixture)  # type: ignore[no-any-return]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -84,5 +91,5 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip("hostile cases run only where the sandbox can isolate them (Linux)")
     # The wall must exist before the case runs; pool fixtures request it, and a case that uses none
     # of them is refused.
-    if not {"ns_pool", "basic_pool", "pool", "second_wall"} & set(getattr(item, "fixturenames", [])):
+    if not {"ns_pool", "ns_direct_pool", "basic_pool", "pool", "second_wall"} & set(getattr(item, "fixturenames", [])):
         pytest.fail("a hostile test must use a sandbox pool fixture (which builds the second wall)")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from llm_finetuning.rewards.unit_tests import UnitTests
-from llm_finetuning.sandbox import SandboxPool
+from llm_finetuning.sandbox import Limits, SandboxPool
 
 pytestmark = pytest.mark.hostile
 
@@ -189,7 +189,9 @@ def _run_batch(pool: SandboxPool, tests: list[str], tmp_path: Path) -> None:
         with pytest.raises(BlockingIOError):
             listener.accept()
         if pool.cgroup_path is not None:
-            per_zygote = 2 if pool.isolation is not None and pool.isolation.tier == "namespaces" else 1
+            # Namespaces tier: the waiter outside the pool's pid namespace, the zygote, and its forker.
+            facts = pool.isolation.facts if pool.isolation is not None else {}
+            per_zygote = 1 + (pool.isolation is not None and pool.isolation.tier == "namespaces") + bool(facts.get("forker"))
             expected = per_zygote * len(pool.zygote_pids)
             deadline = time.monotonic() + 5
             while len(_processes_in(pool.cgroup_path)) > expected and time.monotonic() < deadline:
@@ -272,3 +274,35 @@ def test_fork_and_memory_bomb_is_held_by_the_pool_memory_cgroup(second_wall: dic
         assert reward(prompts=[""], completions=[HONEST], tests=[TESTS]) == [1.0]
     finally:
         pool.close()
+
+
+def test_a_job_leaves_no_writer_for_the_next_job_on_its_slot(second_wall: dict[str, object]) -> None:
+    """One slot, so every job reuses the record pipe of the one before. The first job leaves a process
+    that forges a passing record into every descriptor it holds, for 2 s after the job has ended; the
+    jobs after it write no record of their own. Each must come back with no record at all."""
+    frame = b'["v",0,0,[["ok",{"i":"42"}]]]'
+    forged = len(frame).to_bytes(4, "big") + frame + (7).to_bytes(4, "big") + b'["d",0]'
+    forger = (f"import os, time\nif os.fork() == 0:\n    os.setsid()\n    end = time.time() + 2\n"
+              f"    while time.time() < end:\n        for fd in range(3, 64):\n            try:\n"
+              f"                os.write(fd, {forged!r})\n            except OSError:\n                pass\n"
+              f"        time.sleep(0.005)\n    os._exit(0)\n")
+    silent = "import os\nos._exit(0)\n"
+    tests = [[["probe", ["6 * 7"]]]]
+    for forker in (True, False):
+        pool = SandboxPool(max_jobs=1, zygotes=1, isolation="namespaces", forker=forker)
+        try:
+            iso = pool.start()
+            if not iso.active:
+                pytest.skip(f"no active namespaces tier here: {iso.facts}")
+            assert iso.facts["forker"] is forker
+            jobs = [{"mode": "tests", "solution": forger, "tests": tests}]
+            jobs += [{"mode": "tests", "solution": silent, "tests": tests}] * 40
+            t0 = time.monotonic()
+            results = pool.run_many(jobs, Limits(timeout_s=5))
+            assert time.monotonic() - t0 < 2, "the silent jobs should all have run while a forger could live"
+            assert [r.status for r in results] == ["ok"] * len(jobs)
+            assert [r.records for r in results[1:]] == [b""] * (len(jobs) - 1)
+            ok = pool.run_many([{"mode": "tests", "solution": "", "tests": tests}], Limits(timeout_s=5))[0]
+            assert ok.records == forged  # the forgery is byte for byte what a passing job sends
+        finally:
+            pool.close()

@@ -119,11 +119,26 @@ def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: s
     )
 
 
-def _clone(flags: int) -> int:
-    """fork(2) into new namespaces (raw clone, no new stack: the child continues like a fork's)."""
-    pid = _libc.syscall(ctypes.c_long(_ARCH[_MACHINE][2]), ctypes.c_ulong(flags | signal.SIGCHLD), ctypes.c_void_p(0),
-                        ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0))
-    return _check(pid, "clone")
+_SYSCALL = _libc.syscall
+NR_PIDFD_SEND_SIGNAL, NR_PIDFD_OPEN = 424, 434  # the same number on every machine (Linux 5.1 and 5.3)
+# clone(2) straight into a job's own user, mount and pid namespaces, like a fork (no new stack). The
+# arguments are built once: a call through ctypes then allocates nothing, and every object a forking
+# process touches between two forks is a page it copies.
+_CLONE_JOB = (ctypes.c_long(_ARCH.get(_MACHINE, (0, 0, -1))[2]),
+              ctypes.c_ulong(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | signal.SIGCHLD),
+              *(ctypes.c_void_p(0),) * 4)
+
+
+def _pidfd_open(pid: int) -> int:
+    return _SYSCALL(ctypes.c_long(NR_PIDFD_OPEN), ctypes.c_long(pid), ctypes.c_long(0))
+
+
+def _pidfd_works() -> bool:
+    fd = _pidfd_open(os.getpid())
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
 
 
 def _write_file(path: str, text: str) -> None:
@@ -643,16 +658,68 @@ def _job_body(job: dict, rfd: int, tier: str) -> None:
         _kill_descendants()
 
 
+def _job_child(job: dict, w: int, tier: str) -> typing.NoReturn:
+    """A job's first process, just forked (by the zygote or the forker): never returns."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setsid()
+    _libc.prctl(PR_SET_NAME, b"llmft-job", 0, 0, 0)
+    if tier == "namespaces":
+        # Its new user namespace maps only its root, to ours: the one mapping a process may write for
+        # itself (with setgroups denied), so no parent has to write it and signal the child to go on.
+        _map_ids_self(0, 0)
+    _job_body(job, w, tier)
+    _exit(0)
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    data = os.read(fd, n)
+    while 0 < _len(data) < n:
+        more = os.read(fd, n - _len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
+def _forker_loop(cmd: int, rep: int, slot_w: list[int]) -> typing.NoReturn:
+    """The forker: read (slot, job) from the zygote, clone the job, reply (slot, pid), and nothing else."""
+    syscall, args, read_exact, write, get_errno = _SYSCALL, _CLONE_JOB, _read_exact, os.write, ctypes.get_errno
+    while True:
+        head = read_exact(cmd, 8)
+        if _len(head) < 8:
+            _exit(0)  # the zygote closed the pipe: the pool is closing
+        body = read_exact(cmd, int.from_bytes(head[4:], "big"))
+        pid = syscall(*args)
+        if pid == 0:
+            try:
+                _job_child(marshal.loads(body), slot_w[int.from_bytes(head[:4], "big")], "namespaces")
+            except BaseException as exc:  # noqa: BLE001
+                write(2, f"sandbox job setup failed: {exc!r}\n".encode())
+            _exit(70)
+        write(rep, head[:4] + (pid if pid > 0 else -get_errno()).to_bytes(4, "big", signed=True))
+
+
 # ---------------------------------------------------------------- the zygote loop
 
 
 class Zygote:
+    """Serves jobs: frames in from the host, one forked job per frame, results out.
+
+    In the namespaces tier (where pidfds exist) the jobs are forked by a forker process, which does nothing
+    between two forks but read the next job: every fork write-protects all of the forking process's
+    memory, and each page that process then writes costs a copy-on-write fault, so the bookkeeping here
+    (records, deadlines, results) runs in a process that never forks. Otherwise the zygote forks them.
+    Jobs are keyed by their slot (0 .. max_jobs - 1), one job per slot at a time.
+    """
+
     def __init__(self, config: dict) -> None:
         self.tier = "none"
         self.config = config
         self.poll = select.epoll()
-        self.fd_pid: dict[int, int] = {}  # record pipe -> job pid
-        self.jobs: dict[int, dict] = {}  # keyed by the pid we wait for
+        self.fds: dict[int, int] = {}  # record pipe -> slot
+        self.pidfds: dict[int, int] = {}  # pidfd of a job the forker started -> slot
+        self.jobs: dict[int, dict] = {}  # slot -> job state
+        self.pid_slot: dict[int, int] = {}  # the zygote's own forks: pid -> slot
         self.queue: list[dict] = []
         self.max_jobs = int(config.get("max_jobs", 4))
         self.free_slots = list(range(self.max_jobs))
@@ -660,6 +727,12 @@ class Zygote:
         self.uid_base = BASIC_UID_BASE + 64 * int(config.get("index", 0))
         self.inbuf = bytearray()
         self.closing = False
+        # The forker, when there is one: its pid, the pipe that carries jobs to it, the pipe of its
+        # replies (slot, pid), and one record pipe per slot, reused by the slot's successive jobs.
+        self.forker = 0
+        self.cmd_w = self.rep_r = -1
+        self.rep_buf = bytearray()
+        self.slot_r: list[int] = []
 
     def report(self, facts: dict) -> None:
         self.out({"ready": True, "tier": self.tier, "facts": facts, "pid": os.getpid()})
@@ -676,102 +749,190 @@ class Zygote:
                 continue
             view = view[n:]
 
+    # ------------------------------------------------------------ starting jobs
+
+    def start_forker(self) -> None:
+        """Fork the forker (namespaces tier). A job's processes cannot outlive its pid namespace, so a
+        slot's record pipe has no writer left once the slot's job has exited: the next job may reuse it."""
+        slot_w = []
+        for _ in range(self.max_jobs):
+            r, w = os.pipe()
+            os.set_blocking(r, False)
+            self.slot_r.append(r)
+            slot_w.append(w)
+        cmd_r, cmd_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for fd in (cmd_w, rep_r, *self.slot_r):
+                    os.close(fd)
+                self.poll.close()
+                for fd in (0, 1):  # the host's pipes: only the zygote holds them
+                    os.dup2(_DEVNULL[0], fd)
+                _libc.prctl(PR_SET_NAME, b"llmft-forker", 0, 0, 0)
+                for s in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
+                    signal.signal(s, signal.SIG_DFL)
+                signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # jobs are reaped by the kernel
+                _forker_loop(cmd_r, rep_w, slot_w)
+            except BaseException as exc:  # noqa: BLE001
+                os.write(2, f"sandbox forker failed: {exc!r}\n".encode())
+            os._exit(0)
+        for fd in (cmd_r, rep_w, *slot_w):
+            os.close(fd)
+        self.forker, self.cmd_w, self.rep_r = pid, cmd_w, rep_r
+        os.set_blocking(rep_r, False)
+        self.poll.register(rep_r, select.EPOLLIN)
+        for slot, r in enumerate(self.slot_r):
+            self.fds[r] = slot
+            self.poll.register(r, select.EPOLLIN)
+
     def start_job(self, job: dict) -> None:
-        r, w = os.pipe()
-        workdir = None
         slot = self.free_slots.pop()
+        st: dict[str, typing.Any] = {
+            "job": job, "slot": slot, "pid": 0, "pidfd": -1, "fd": -1, "workdir": None, "buf": bytearray(),
+            "cap": int(job["limits"]["record_bytes"]), "deadline": time.monotonic() + float(job["limits"]["timeout_s"]),
+            "exited": False, "eof": False, "overflow": False, "timed_out": False, "failed": False}
+        self.jobs[slot] = st
+        if self.forker:
+            st["fd"] = self.slot_r[slot]
+            body = marshal.dumps(job)
+            view = memoryview(slot.to_bytes(4, "big") + _len(body).to_bytes(4, "big") + body)
+            while view:  # a blocking pipe the forker drains at once; a signal may cut a write short
+                view = view[os.write(self.cmd_w, view):]
+            return
+        r, w = os.pipe()
         if self.tier != "namespaces":
             import tempfile
 
-            workdir = tempfile.mkdtemp(prefix="llmft-job-")
+            st["workdir"] = job["workdir"] = tempfile.mkdtemp(prefix="llmft-job-")
             job["uid"] = self.uid_base + slot
             if os.geteuid() == 0:
-                os.chown(workdir, job["uid"], job["uid"])
-            job["workdir"] = workdir
-        go_r, go_w = os.pipe()
+                os.chown(st["workdir"], job["uid"], job["uid"])
         # Namespaces tier: one clone straight into the job's own user, pid and mount namespaces (the child
         # is pid 1 there); basic tier: a plain fork.
-        ns = self.tier == "namespaces"
-        pid = _clone(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) if ns else os.fork()
+        pid = _SYSCALL(*_CLONE_JOB) if self.tier == "namespaces" else os.fork()
         if pid == 0:
             try:
                 os.close(r)
-                os.close(go_w)
                 signal.set_wakeup_fd(-1)
-                for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
+                for s in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
                     signal.signal(s, signal.SIG_DFL)
-                if os.read(go_r, 1) != b"1":
-                    os._exit(71)
-                os.close(go_r)
-                os.setsid()
-                _libc.prctl(PR_SET_NAME, b"llmft-job", 0, 0, 0)
-                _job_body(job, w, self.tier)
-                os._exit(0)
-            except BaseException as exc:
+                _job_child(job, w, self.tier)
+            except BaseException as exc:  # noqa: BLE001
                 os.write(2, f"sandbox job setup failed: {exc!r}\n".encode())
-                os._exit(70)
+            os._exit(70)
         os.close(w)
-        os.close(go_r)
-        try:
-            if ns:
-                # We hold CAP_SETUID in the parent namespace of the job's: map its root to ours.
-                _write_file(f"/proc/{pid}/uid_map", "0 0 1")
-                _write_file(f"/proc/{pid}/gid_map", "0 0 1")
-            os.write(go_w, b"1")
-        except OSError as exc:
-            os.write(2, f"sandbox job start failed: {exc!r}\n".encode())
-            os.kill(pid, signal.SIGKILL)
-        os.close(go_w)
+        if pid < 0:
+            os.close(r)
+            os.write(2, f"sandbox job start failed: {os.strerror(ctypes.get_errno())}\n".encode())
+            st["exited"] = st["eof"] = st["failed"] = True
+            self.finish_if_done(slot)
+            return
         os.set_blocking(r, False)
-        self.jobs[pid] = {"job": job, "fd": r, "buf": bytearray(), "overflow": False, "exited": False,
-                          "eof": False, "deadline": time.monotonic() + float(job["limits"]["timeout_s"]),
-                          "timed_out": False, "workdir": workdir, "pid": pid, "slot": slot,
-                          "cap": int(job["limits"]["record_bytes"])}
-        self.fd_pid[r] = pid
+        st["fd"], st["pid"] = r, pid
+        self.pid_slot[pid] = slot
+        self.fds[r] = slot
         self.poll.register(r, select.EPOLLIN)
 
-    def finish_if_done(self, pid: int) -> None:
-        st = self.jobs[pid]
+    def on_forker_reply(self) -> None:
+        """(slot, pid) pairs from the forker: watch each job through a pidfd (pid <= 0: the clone failed)."""
+        try:
+            data = os.read(self.rep_r, 4096)
+        except BlockingIOError:
+            return
+        if not data:
+            raise OSError(errno.EPIPE, "the sandbox forker is gone")
+        self.rep_buf += data
+        while _len(self.rep_buf) >= 8:
+            slot = int.from_bytes(self.rep_buf[:4], "big")
+            pid = int.from_bytes(self.rep_buf[4:8], "big", signed=True)
+            del self.rep_buf[:8]
+            st = self.jobs[slot]
+            pidfd = _pidfd_open(pid) if pid > 0 else -1
+            if pidfd < 0:  # never started, or already gone: what it wrote is in the slot's pipe
+                if pid <= 0:
+                    os.write(2, f"sandbox job start failed: {os.strerror(-pid)}\n".encode())
+                    st["failed"] = True
+                self.job_exited(slot)
+                continue
+            st["pid"], st["pidfd"] = pid, pidfd
+            self.pidfds[pidfd] = slot
+            self.poll.register(pidfd, select.EPOLLIN)
+            if st["timed_out"] or st["overflow"]:
+                self._kill(st)
+
+    # ------------------------------------------------------------ running jobs
+
+    def job_exited(self, slot: int) -> None:
+        st = self.jobs[slot]
+        st["exited"] = True
+        if self.forker:
+            if st["pidfd"] >= 0:
+                self.poll.unregister(st["pidfd"])
+                del self.pidfds[st["pidfd"]]
+                os.close(st["pidfd"])
+                st["pidfd"] = -1
+            # Its whole pid namespace is gone: the slot's pipe holds the last of its records.
+            self.on_readable(st["fd"])
+            st["eof"] = True
+        self.finish_if_done(slot)
+
+    def finish_if_done(self, slot: int) -> None:
+        st = self.jobs[slot]
         if not (st["exited"] and st["eof"]):
             return
-        del self.jobs[pid]
-        self.free_slots.append(st["slot"])
+        del self.jobs[slot]
+        self.free_slots.append(slot)
         if st["workdir"]:
             import shutil
 
             shutil.rmtree(st["workdir"], ignore_errors=True)
             if os.geteuid() == 0:
-                _remove_files_of(self.uid_base + st["slot"])
-        status = "timeout" if st["timed_out"] else ("overflow" if st["overflow"] else "ok")
+                _remove_files_of(self.uid_base + slot)
+        status = ("error" if st["failed"] else "timeout" if st["timed_out"] else "overflow" if st["overflow"]
+                  else "ok")
         self.out((st["job"]["id"], status, bytes(st["buf"])))
 
     def on_readable(self, fd: int) -> None:
-        pid = self.fd_pid[fd]
-        st = self.jobs[pid]
+        slot = self.fds[fd]
+        st = self.jobs.get(slot)
         while True:
             try:
                 data = os.read(fd, 65536)
             except BlockingIOError:
                 return
             if not data:
+                if self.forker:  # the forker holds every slot's pipe open as long as it lives
+                    raise OSError(errno.EPIPE, "the sandbox forker is gone")
                 self.poll.unregister(fd)
-                del self.fd_pid[fd]
+                del self.fds[fd]
                 os.close(fd)
-                st["eof"] = True
-                self.finish_if_done(pid)
+                if st is not None:
+                    st["eof"] = True
+                    self.finish_if_done(slot)
                 return
-            if len(st["buf"]) + len(data) > st["cap"]:
+            if st is None or st["overflow"]:
+                continue  # no job on the slot (nothing can write then), or one already over its cap
+            if _len(st["buf"]) + _len(data) > st["cap"]:
                 st["overflow"] = True
-                self._kill(pid)
+                st["buf"].clear()
+                self._kill(st)
             else:
                 st["buf"] += data
 
-    def _kill(self, pid: int) -> None:
+    def _kill(self, st: dict) -> None:
+        if st["pidfd"] >= 0:
+            _SYSCALL(ctypes.c_long(NR_PIDFD_SEND_SIGNAL), ctypes.c_long(st["pidfd"]),
+                     ctypes.c_long(signal.SIGKILL), ctypes.c_void_p(0), ctypes.c_long(0))
+            return
+        if self.forker or not st["pid"] or st["exited"]:
+            return  # the forker has not named it yet: killed as soon as it does
         with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+            os.kill(st["pid"], signal.SIGKILL)
         if self.tier != "namespaces":
             with contextlib.suppress(OSError):
-                os.killpg(pid, signal.SIGKILL)
+                os.killpg(st["pid"], signal.SIGKILL)
 
     def reap(self) -> None:
         while True:
@@ -781,14 +942,16 @@ class Zygote:
                 return
             if pid == 0:
                 return
-            if pid in self.jobs:
-                self.jobs[pid]["exited"] = True
+            if pid == self.forker:
+                raise OSError(errno.ECHILD, "the sandbox forker exited")
+            slot = self.pid_slot.pop(pid, None)
+            if slot is not None:
                 if self.tier != "namespaces":
                     with contextlib.suppress(OSError):
                         os.killpg(pid, signal.SIGKILL)
                     if os.geteuid() == 0:
-                        _kill_uid(self.uid_base + self.jobs[pid]["slot"])
-                self.finish_if_done(pid)
+                        _kill_uid(self.uid_base + slot)
+                self.job_exited(slot)
 
     def on_stdin(self) -> None:
         try:
@@ -802,9 +965,9 @@ class Zygote:
         buf = self.inbuf
         buf += data
         i = 0
-        while len(buf) - i >= 4:
+        while _len(buf) - i >= 4:
             n = int.from_bytes(buf[i:i + 4], "big")
-            if len(buf) - i - 4 < n:
+            if _len(buf) - i - 4 < n:
                 break
             self.queue.append(marshal.loads(buf[i + 4:i + 4 + n]))
             i += 4 + n
@@ -822,16 +985,16 @@ class Zygote:
         while not (self.closing and not self.jobs and not self.queue):
             if self.closing:
                 self.queue.clear()
-                for pid in list(self.jobs):
-                    self._kill(pid)
-            while self.queue and len(self.jobs) < self.max_jobs:
+                for st in self.jobs.values():
+                    self._kill(st)
+            while self.queue and _len(self.jobs) < self.max_jobs:
                 self.start_job(self.queue.pop(0))
             now = time.monotonic()
             timeout = 0.5
-            for pid, st in self.jobs.items():
+            for st in self.jobs.values():
                 if not st["exited"] and now >= st["deadline"]:
                     st["timed_out"] = True
-                    self._kill(pid)
+                    self._kill(st)
                 else:
                     timeout = min(timeout, max(0.0, st["deadline"] - now))
             try:
@@ -844,11 +1007,15 @@ class Zygote:
                 elif fd == wake_r:
                     with contextlib.suppress(BlockingIOError):
                         os.read(wake_r, 4096)
-                elif fd in self.fd_pid:
+                elif fd == self.rep_r:
+                    self.on_forker_reply()
+                elif fd in self.pidfds:
+                    self.job_exited(self.pidfds[fd])
+                elif fd in self.fds:
                     self.on_readable(fd)
             self.reap()
             if self.tier != "namespaces":
-                _kill_orphans(set(self.jobs))
+                _kill_orphans(set(self.pid_slot))
 
 
 def _kill_uid(uid: int) -> None:
@@ -979,8 +1146,11 @@ def main() -> None:
     _warm_up()
     gc.collect()
     _libc.malloc_trim(0)  # free heap pages go back to the kernel: every fork then copies fewer page-table entries
-    zygote.report(facts)
     gc.freeze()  # forked jobs then never walk (and so never copy) the zygote's own objects
+    if zygote.tier == "namespaces" and config.get("forker", True) and _pidfd_works():
+        zygote.start_forker()
+    facts["forker"] = zygote.forker > 0
+    zygote.report(facts)
     zygote.serve()
 
 
