@@ -93,17 +93,24 @@ def test_namespaces_tier_without_host_root(second_wall: dict[str, object]) -> No
     assert out.stdout.split() == ["namespaces", "True", "[1.0,", "0.0]"]
 
 
-@pytest.mark.parametrize("forker", [True, False])
-def test_a_job_the_kernel_will_not_fork_comes_back_as_an_error(second_wall: dict[str, object], forker: bool) -> None:
+@pytest.mark.parametrize(("tier", "forker"), [("namespaces", True), ("namespaces", False), ("basic", False)])
+def test_a_job_the_kernel_will_not_fork_comes_back_as_an_error(second_wall: dict[str, object], tier: str,
+                                                               forker: bool) -> None:
     """A pids cgroup with room for the pool's own processes only: the job's clone fails (EAGAIN), and
-    the job is reported as an error (scored 0), not as a job that ran and wrote nothing."""
-    own = 3 if forker else 2  # the waiter outside the pool's pid namespace, the zygote, the forker
-    pool = SandboxPool(max_jobs=1, zygotes=1, isolation="namespaces", max_pids=own, forker=forker)
+    the job is reported as an error (scored 0), not as a job that ran and wrote nothing; the zygote
+    carries on."""
+    # The waiter outside the pool's pid namespace, the zygote, the forker; the basic tier: the zygote.
+    own = 1 if tier == "basic" else 3 if forker else 2
+    pool = SandboxPool(max_jobs=1, zygotes=1, isolation=tier, max_pids=own, forker=forker)
     try:
         iso = pool.start()
         if pool.cgroup_path is None or not iso.active:
             pytest.skip(f"no pids cgroup or no namespaces tier here: {iso.facts}")
         job = {"mode": "tests", "solution": "", "tests": [[["probe", ["6 * 7"]]]]}
         assert [r.status for r in pool.run_many([job, job], Limits(timeout_s=5))] == ["error", "error"]
+        zygote = pool.zygote_pid
+        (pool.cgroup_path / "pids.max").write_text("64")
+        assert pool.run_many([job], Limits(timeout_s=5))[0].status == "ok"
+        assert pool.zygote_pid == zygote  # the same zygote, not a restarted one
     finally:
         pool.close()

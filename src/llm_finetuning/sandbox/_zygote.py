@@ -811,7 +811,11 @@ class Zygote:
                 os.chown(st["workdir"], job["uid"], job["uid"])
         # Namespaces tier: one clone straight into the job's own user, pid and mount namespaces (the child
         # is pid 1 there); basic tier: a plain fork.
-        pid = _SYSCALL(*_CLONE_JOB) if self.tier == "namespaces" else os.fork()
+        try:
+            pid = _SYSCALL(*_CLONE_JOB) if self.tier == "namespaces" else os.fork()
+            err = ctypes.get_errno() if pid < 0 else 0
+        except OSError as exc:  # os.fork raises where the raw clone returns -1
+            pid, err = -1, exc.errno or errno.EAGAIN
         if pid == 0:
             try:
                 os.close(r)
@@ -825,7 +829,7 @@ class Zygote:
         os.close(w)
         if pid < 0:
             os.close(r)
-            os.write(2, f"sandbox job start failed: {os.strerror(ctypes.get_errno())}\n".encode())
+            os.write(2, f"sandbox job start failed: {os.strerror(err)}\n".encode())
             st["exited"] = st["eof"] = st["failed"] = True
             self.finish_if_done(slot)
             return
