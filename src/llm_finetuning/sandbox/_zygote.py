@@ -1,15 +1,18 @@
 """The sandbox zygote: a clean, pre-imported interpreter that forks one isolated job per completion.
 
-Run as a script (`python -I _zygote.py CONFIG_JSON`) by `llm_finetuning.sandbox.pool`, never imported by
-the training process. It uses the standard library only, so it can start before (and apart from) any
-torch/CUDA state. Protocol: length-prefixed `marshal` frames both ways (only the trusted host and this
-process write them: a job's own bytes travel inside as an opaque `bytes` value); jobs in on stdin,
-results out on stdout, and the first frame out is the isolation report.
+Started by `llm_finetuning.sandbox.pool` as its own interpreter (`python -I -c "import _zygote;
+_zygote.main()" CONFIG_HEX`: imported, so its code comes from the cached bytecode rather than a compile
+that would leave its garbage on the heap every job copies), never imported by the training process. It
+uses the standard library only, so it can start before (and apart from) any torch/CUDA state.
+Protocol: length-prefixed `marshal` frames both ways (only the trusted host and this process write
+them: a job's own bytes travel inside as an opaque `bytes` value); jobs in on stdin, results out on
+stdout, and the first frame out is the isolation report.
 
-Every job is a fork of this process, and on a virtual machine a fork costs mostly page-table and
-copy-on-write work, so the zygote keeps its own memory and its per-job work small: binary frames
-instead of JSON and base64, epoll directly, and a warm-up job run once before `gc.freeze()` so that
-lazily built interpreter state (the compiler's AST types among it) is built here, not in every job.
+Every job is a fork of this process (or of its forker, see `Zygote`), and on a virtual machine a fork
+costs mostly page-table and copy-on-write work, so the process that forks keeps its memory and its
+per-job work small: binary frames instead of JSON and base64, epoll directly, and a warm-up job run
+once before `gc.freeze()` so that lazily built interpreter state (the compiler's AST types among it) is
+built here, not in every job.
 
 Isolation, set up once for the pool ("namespaces" tier, where user namespaces work):
   user + network + mount + pid + ipc + uts namespaces; as host root the namespace's root is mapped to an

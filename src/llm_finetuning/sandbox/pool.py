@@ -1,9 +1,9 @@
 """Host side of the sandbox: a pre-started zygote process and a thread that matches its replies to jobs.
 
-The zygote is a fresh interpreter (`python -I _zygote.py`), spawned with an empty environment, so it is
-clean however much torch/CUDA state the caller holds; it forks one isolated job per completion. One pool
-per process is shared by every reward (`get_pool`); it restarts itself after a fork of the caller or a
-death of the zygote.
+The zygote is a fresh interpreter (`python -I -c "import _zygote; ..."`), spawned with an empty
+environment, so it is clean however much torch/CUDA state the caller holds; it (or its forker) forks one
+isolated job per completion. One pool per process is shared by every reward (`get_pool`); it restarts
+itself after a fork of the caller or a death of the zygote.
 """
 
 from __future__ import annotations
