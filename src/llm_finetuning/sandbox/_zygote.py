@@ -674,6 +674,22 @@ def _job_child(job: dict, w: int, tier: str) -> typing.NoReturn:
     _exit(0)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """All of `data`: a write may come back short (a signal, a full pipe), or refused on a non-blocking fd."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            select.select([], [fd], [], 0.01)
+
+
+def _default_signals() -> None:
+    """What a job inherits: the default action for the signals the interpreter or the zygote handle."""
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def _read_exact(fd: int, n: int) -> bytes:
     data = os.read(fd, n)
     while 0 < _len(data) < n:
@@ -743,14 +759,7 @@ class Zygote:
     def out(self, obj: typing.Any) -> None:
         """One frame to the host: a 4-byte big-endian length, then marshal data."""
         body = marshal.dumps(obj)
-        view = memoryview(_len(body).to_bytes(4, "big") + body)
-        while view:
-            try:
-                n = os.write(1, view)
-            except BlockingIOError:
-                select.select([], [1], [], 0.01)
-                continue
-            view = view[n:]
+        _write_all(1, _len(body).to_bytes(4, "big") + body)
 
     # ------------------------------------------------------------ starting jobs
 
@@ -774,8 +783,7 @@ class Zygote:
                 for fd in (0, 1):  # the host's pipes: only the zygote holds them
                     os.dup2(_DEVNULL[0], fd)
                 _libc.prctl(PR_SET_NAME, b"llmft-forker", 0, 0, 0)
-                for s in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
-                    signal.signal(s, signal.SIG_DFL)
+                _default_signals()
                 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # jobs are reaped by the kernel
                 _forker_loop(cmd_r, rep_w, slot_w)
             except BaseException as exc:  # noqa: BLE001
@@ -800,9 +808,7 @@ class Zygote:
         if self.forker:
             st["fd"] = self.slot_r[slot]
             body = marshal.dumps(job)
-            view = memoryview(slot.to_bytes(4, "big") + _len(body).to_bytes(4, "big") + body)
-            while view:  # a blocking pipe the forker drains at once; a signal may cut a write short
-                view = view[os.write(self.cmd_w, view):]
+            _write_all(self.cmd_w, slot.to_bytes(4, "big") + _len(body).to_bytes(4, "big") + body)
             return
         r, w = os.pipe()
         if self.tier != "namespaces":
@@ -823,8 +829,7 @@ class Zygote:
             try:
                 os.close(r)
                 signal.set_wakeup_fd(-1)
-                for s in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE):
-                    signal.signal(s, signal.SIG_DFL)
+                _default_signals()
                 _job_child(job, w, self.tier)
             except BaseException as exc:  # noqa: BLE001
                 os.write(2, f"sandbox job setup failed: {exc!r}\n".encode())
