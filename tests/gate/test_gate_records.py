@@ -149,7 +149,7 @@ def test_many_unsure_verdicts_warn(make_brief) -> None:
     from records_builders import build_inspection, loaded
 
     path = make_brief("passing")
-    build_inspection(loaded(path), verdicts={i: "unsure" for i in range(20)})
+    build_inspection(loaded(path), verdicts={i: "unsure" for i in range(20)}, seconds=5.0)
     report = run_gate(path)
     assert report.passed
     [warn] = [c for c in report.warnings if c.id == "reward_inspected"]

@@ -84,14 +84,18 @@ def identity(brief: Any) -> str:
 
 
 def build_inspection(brief: Any, *, n: int = 64, verdicts: dict[int, str] | None = None, seal: bool = True,
-                     review_all: bool = True) -> Path:
-    """A reviewed (and by default sealed, all-agree) inspection record at the brief's records.inspection."""
+                     review_all: bool = True, seconds: float | list[float] | None = None) -> Path:
+    """A reviewed (and by default sealed, all-agree) inspection record at the brief's records.inspection.
+
+    `seconds`: the time spent on each sample (one figure for all, or one per sample); None: untimed, as
+    a record sealed before `finetune review` kept timings."""
     path = brief.resolve(brief.data["records"]["inspection"])
     record = inspection.create_inspection(brief, make_samples(brief, n), path, identity(brief))
     verdicts = verdicts or {}
     for i, s in enumerate(record["samples"]):
         if review_all or i in verdicts:
-            inspection.set_verdict(record, s["id"], verdicts.get(i, "agree"), "")
+            spent = seconds[i] if isinstance(seconds, list) else seconds
+            inspection.set_verdict(record, s["id"], verdicts.get(i, "agree"), "", spent)
     inspection.save_progress(path, record)
     if seal:
         inspection.seal(path, "Ada Reviewer")

@@ -6,6 +6,10 @@ Keys: `a` agree, `d` disagree, `u` unsure (each may be followed by a note: `d th
 at once, atomically, so an interrupted review resumes where it stopped. When every sample has a verdict
 the reviewer gives their name and the record is sealed.
 
+Each verdict carries the seconds from the moment its sample was shown to the verdict key; time spent on
+a sample before moving away without a verdict (`b`, `n`, `g`), or on an earlier verdict, adds up. The seal
+keeps them with the OS user and the terminal, and the gate warns when the median is too short for a read.
+
 It refuses to run unless stdin and stdout are an interactive terminal (exit 2), so that an agent's
 non-interactive shell cannot sign the review for the person. This guards against rubber-stamping; it is
 not a cryptographic proof that a human reviewed. Exit 0 sealed without disagreement, 1 sealed with
@@ -19,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +70,7 @@ class Review:
         self.samples = [by_id.get(s["id"], {"id": s["id"], "prompt": "(missing)", "completion": "(missing)",
                                             "rewards": {}}) for s in self.record["samples"]]
         self.console = Console(highlight=False)
+        self.unjudged_seconds: dict[str, float] = {}  # time on a sample this session, not yet in a verdict
 
     @property
     def n(self) -> int:
@@ -113,10 +119,16 @@ class Review:
         c.print("Is every reward value right for this completion?")
         c.print(KEYS_HELP, markup=False)
 
+    def looked(self, i: int, seconds: float) -> None:
+        """The person had sample i in front of them for `seconds`; it counts towards its next verdict."""
+        sid = self.samples[i]["id"]
+        self.unjudged_seconds[sid] = self.unjudged_seconds.get(sid, 0.0) + seconds
+
     def set(self, i: int, verdict: str, note: str) -> None:
         from llm_finetuning.records.inspection import save_progress, set_verdict
 
-        set_verdict(self.record, self.samples[i]["id"], verdict, note)
+        sid = self.samples[i]["id"]
+        set_verdict(self.record, sid, verdict, note, self.unjudged_seconds.pop(sid, None))
         save_progress(self.path, self.record)
 
 
@@ -212,7 +224,9 @@ def run_review(path: Path) -> int:
                 return EXIT_REJECTED
             continue
         review.show(i)
+        shown_at = time.monotonic()
         answer = _ask(c, "> ")
+        review.looked(i, time.monotonic() - shown_at)
         if answer is None:
             c.print(f"\nStopped. {review.reviewed()}/{review.n} verdicts are saved; run "
                     f"`finetune review {path}` to resume.", markup=False)

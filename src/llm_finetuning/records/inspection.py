@@ -6,10 +6,12 @@ prompt, completion, rewards {name: value}, and the reference fields of the data 
 Life cycle (a library API; `finetune inspect` and `finetune review` are thin shells over it):
 
 1. `create_inspection(brief, samples, record_path, model_identity)` writes both files, unreviewed.
-2. `set_verdict(record, sample_id, verdict, note)` + `save_progress(path, record)` record each verdict
-   (`agree` | `disagree` | `unsure`) as the person goes.
-3. `seal(path, reviewer)` needs a verdict on every sample; it adds the reviewer and the time and a
-   sha256 over everything in the record (bindings, per-sample hashes, verdicts, notes, reviewer, time).
+2. `set_verdict(record, sample_id, verdict, note, seconds)` + `save_progress(path, record)` record each
+   verdict (`agree` | `disagree` | `unsure`) as the person goes, with the seconds they spent on the sample
+   (None: unknown; a second verdict on the same sample adds its seconds to the first).
+3. `seal(path, reviewer)` needs a verdict on every sample; it adds the reviewer, the time, the OS user
+   (from the uid), the terminal on stdin, the median and total seconds a sample, and a sha256 over
+   everything in the record (bindings, per-sample hashes, verdicts with notes and seconds, the review).
    A record with disagreements can be sealed: the seal says what the person saw, and the gate then
    rejects it listing the disputed samples (fix the reward, then inspect again).
 4. `verify_inspection(brief, path, model_identity)` returns every `Problem`: missing or malformed,
@@ -17,11 +19,16 @@ Life cycle (a library API; `finetune inspect` and `finetune review` are thin she
    specs, reward code, model: naming exactly what changed), unsealed, incomplete, wrong size, disagreement.
 
 The seal guards against accidents and rubber-stamping, not against a forger: anyone can recompute a sha256.
+Records sealed before timings existed (verdicts without `seconds`, a review block without the timing
+fields) keep the same format and stay valid; `review_timing` then reports no timed sample.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -167,8 +174,20 @@ def is_sealed(record: dict[str, Any]) -> bool:
     return isinstance(record.get("seal"), dict)
 
 
-def set_verdict(record: dict[str, Any], sample_id: str, verdict: str, note: str = "") -> dict[str, Any]:
-    """Record the person's verdict on one sample (in memory; `save_progress` writes it)."""
+def _known_seconds(value: Any) -> float | None:
+    """A verdict's seconds when it is a usable number, else None (unknown)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def set_verdict(record: dict[str, Any], sample_id: str, verdict: str, note: str = "",
+                seconds: float | None = None) -> dict[str, Any]:
+    """Record the person's verdict on one sample (in memory; `save_progress` writes it).
+
+    `seconds`: how long the sample was in front of the person before this verdict (None: unknown). A
+    sample judged again keeps the sum of its known seconds, rounded to 0.1 s.
+    """
     if is_sealed(record):
         raise RecordError("the record is sealed; verdicts cannot change",
                           "run `finetune inspect BRIEF` for a new record")
@@ -176,8 +195,59 @@ def set_verdict(record: dict[str, Any], sample_id: str, verdict: str, note: str 
         raise RecordError(f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
     if sample_id not in {s["id"] for s in record["samples"]}:
         raise RecordError(f"no sample {sample_id!r} in this record")
-    record["verdicts"][sample_id] = {"verdict": verdict, "note": str(note), "at": utc_now()}
+    if seconds is not None and _known_seconds(seconds) is None:
+        raise RecordError(f"seconds {seconds!r} is not a number of seconds >= 0")
+    before = record["verdicts"].get(sample_id)
+    earlier = _known_seconds(before.get("seconds")) if isinstance(before, dict) else None
+    spent = None if seconds is None and earlier is None else round((earlier or 0.0) + (seconds or 0.0), 1)
+    record["verdicts"][sample_id] = {"verdict": verdict, "note": str(note), "at": utc_now(), "seconds": spent}
     return record
+
+
+@dataclass(frozen=True)
+class ReviewTiming:
+    """How long the person spent per sample, over the verdicts that carry a time."""
+
+    timed: int  # samples whose verdict has known seconds
+    samples: int
+    median_seconds: float | None
+    total_seconds: float | None
+
+
+def review_timing(record: dict[str, Any]) -> ReviewTiming:
+    """The median and total seconds a sample over the record's timed verdicts (None when none is timed)."""
+    verdicts = record.get("verdicts") or {}
+    times = []
+    for s in record["samples"]:
+        v = verdicts.get(s["id"])
+        known = _known_seconds(v.get("seconds")) if isinstance(v, dict) else None
+        if known is not None:
+            times.append(known)
+    if not times:
+        return ReviewTiming(0, len(record["samples"]), None, None)
+    times.sort()
+    mid = len(times) // 2
+    median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+    return ReviewTiming(len(times), len(record["samples"]), round(median, 1), round(sum(times), 1))
+
+
+def os_user() -> str:
+    """The login name of the process's real uid (not $USER, which anyone can set), else `uid N`."""
+    uid = os.getuid()
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def stdin_terminal() -> str | None:
+    """The terminal device on stdin (`/dev/pts/3`), or None when stdin is not a terminal."""
+    try:
+        return os.ttyname(0)
+    except OSError:
+        return None
 
 
 def save_progress(path: Path, record: dict[str, Any]) -> None:
@@ -218,7 +288,8 @@ def disagreements(record: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def seal(path: Path, reviewer: str) -> dict[str, Any]:
-    """Seal a fully reviewed record: reviewer, time, and a sha256 over all of it. Returns the record."""
+    """Seal a fully reviewed record: reviewer, time, OS user, terminal, seconds a sample, and a sha256
+    over all of it. Returns the record."""
     path = Path(path)
     record = load_inspection(path)
     if is_sealed(record):
@@ -237,7 +308,10 @@ def seal(path: Path, reviewer: str) -> dict[str, Any]:
         raise RecordError(f"{samples_path(path)} changed since `finetune inspect` wrote it",
                           "run `finetune inspect BRIEF` again")
     counts = {v: sum(1 for x in record["verdicts"].values() if x.get("verdict") == v) for v in VERDICTS}
-    record["review"] = {"reviewer": reviewer.strip(), "sealed_at": utc_now(), "counts": counts}
+    timing = review_timing(record)
+    record["review"] = {"reviewer": reviewer.strip(), "sealed_at": utc_now(), "counts": counts,
+                        "os_user": os_user(), "tty": stdin_terminal(), "timed_samples": timing.timed,
+                        "median_seconds": timing.median_seconds, "total_seconds": timing.total_seconds}
     record["seal"] = {"algorithm": "sha256", "parts": _parts(record), "sha256": _seal_digest(record)}
     atomic_write_json(path, record)
     return record

@@ -1,15 +1,37 @@
 """The reward was inspected by a person: a sealed record of 50-100 scored samples, every one with a
-verdict, no disagreement, and still bound to the current reward specs, reward code, model and samples."""
+verdict, no disagreement, and still bound to the current reward specs, reward code, model and samples.
+
+Warnings (the gate still passes): many unsure verdicts; a median under `MIN_MEDIAN_SECONDS` a sample,
+too quick for a careful read; and, softer, a record with no timings at all (sealed by a `finetune review`
+older than the timings, so how long each sample was read is unknown).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
+from llm_finetuning.records._io import shown
+from llm_finetuning.records.inspection import ReviewTiming, review_timing
 
 ID = "reward_inspected"
 PATH = "records.inspection"
 UNSURE_WARN = 0.2
+MIN_MEDIAN_SECONDS = 2.0  # below this median a sample, the review was too quick to be a careful read
+
+
+def _timing_results(brief: Any, timing: ReviewTiming) -> list[CheckResult]:
+    redo = (f"run `finetune inspect {shown(brief.path)}`, then the reviewer runs "
+            f"`finetune review {shown(brief.resolve(brief.data['records']['inspection']))}` and reads every sample")
+    if timing.median_seconds is None:
+        return [CheckResult(ID, WARN, PATH, "note: the record has no review timings (sealed by an older "
+                            "`finetune review`), so how long each sample was read is unknown",
+                            f"nothing is required; for a timed review, {redo}")]
+    if timing.median_seconds >= MIN_MEDIAN_SECONDS:
+        return []
+    untimed = f" ({timing.samples - timing.timed} untimed)" if timing.timed < timing.samples else ""
+    return [CheckResult(ID, WARN, PATH, f"median {timing.median_seconds:.1f} s a sample over {timing.timed} "
+                        f"samples{untimed}; a careful read takes longer: ask the reviewer to look again", redo)]
 
 
 def check(brief: Any, ctx: Any) -> list[CheckResult]:
@@ -20,10 +42,12 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
     counts = review.get("counts", {})
     n = len(rec["samples"])
     unsure = int(counts.get("unsure") or 0)
-    results = [CheckResult(ID, PASS, PATH, f"{n} samples reviewed by {review['reviewer']} ({review['sealed_at']}): "
-                           f"no disagreement{f', {unsure} unsure' if unsure else ''}; sealed and current")]
+    timing = review_timing(rec)
+    median = f", median {timing.median_seconds:.1f} s a sample" if timing.median_seconds is not None else ""
+    results = [CheckResult(ID, PASS, PATH, f"{n} samples reviewed by {review['reviewer']} ({review['sealed_at']}"
+                           f"{median}): no disagreement{f', {unsure} unsure' if unsure else ''}; sealed and current")]
     if unsure >= UNSURE_WARN * n:
         results.append(CheckResult(ID, WARN, PATH, f"the reviewer was unsure on {unsure} of {n} samples: the "
                                    "reward's behaviour there is unconfirmed",
                                    "look at the unsure samples' notes; sharpen the task or the reward, then inspect again"))
-    return results
+    return results + _timing_results(brief, timing)
