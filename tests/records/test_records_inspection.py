@@ -151,3 +151,52 @@ def test_samples_file_must_sit_beside_the_record(brief: Any) -> None:
     problems = verify_inspection(brief, path)
     assert kinds(problems) == [("malformed", "record")]
     assert "is not a file name beside the record" in problems[0].message
+
+
+def test_verdict_seconds_default_to_unknown_and_revisits_add_up(brief: Any) -> None:
+    path = build_inspection(brief, seal=False, review_all=False, verdicts={0: "agree"})
+    rec = inspection.load_inspection(path)
+    assert rec["verdicts"]["s000"]["seconds"] is None  # the API without seconds: unknown
+    inspection.set_verdict(rec, "s001", "agree", "", 1.26)
+    assert rec["verdicts"]["s001"]["seconds"] == 1.3
+    inspection.set_verdict(rec, "s001", "unsure", "second look", 2.0)  # back to it: the times add up
+    assert rec["verdicts"]["s001"] == {**rec["verdicts"]["s001"], "verdict": "unsure", "seconds": 3.3}
+    inspection.set_verdict(rec, "s000", "agree", "", 0.44)  # unknown + known: the known part
+    assert rec["verdicts"]["s000"]["seconds"] == 0.4
+    inspection.set_verdict(rec, "s001", "unsure", "", None)  # judged again, time unknown: kept
+    assert rec["verdicts"]["s001"]["seconds"] == 3.3
+    for bad in (-1.0, float("nan"), float("inf"), True, "2"):
+        with pytest.raises(RecordError, match="not a number of seconds"):
+            inspection.set_verdict(rec, "s002", "agree", "", bad)  # type: ignore[arg-type]
+    assert "s002" not in rec["verdicts"]
+
+
+def test_seal_keeps_os_user_terminal_and_seconds(brief: Any) -> None:
+    import os
+    import pwd
+
+    times = [0.5 + 0.1 * i for i in range(64)]
+    path = build_inspection(brief, seconds=times)
+    review = inspection.load_inspection(path)["review"]
+    assert review["os_user"] == pwd.getpwuid(os.getuid()).pw_name
+    assert review["tty"] == (os.ttyname(0) if os.isatty(0) else None)
+    assert (review["timed_samples"], review["median_seconds"], review["total_seconds"]) == (64, 3.7, 233.6)
+    assert verify_inspection(brief, path) == []
+
+
+def test_untimed_record_seals_without_timings(brief: Any) -> None:
+    path = build_inspection(brief)
+    rec = inspection.load_inspection(path)
+    assert (rec["review"]["timed_samples"], rec["review"]["median_seconds"], rec["review"]["total_seconds"]) == (0, None, None)
+    assert inspection.review_timing(rec) == inspection.ReviewTiming(0, 64, None, None)
+
+
+def test_a_timing_edited_after_sealing_is_tampered(brief: Any) -> None:
+    path = build_inspection(brief, seconds=3.0)
+    edit_json(path, lambda r: r["verdicts"]["s010"].update(seconds=30.0))
+    problems = verify_inspection(brief, path)
+    assert kinds(problems) == [("tampered", "verdicts")]
+    assert "s010" in problems[0].message
+    path = build_inspection(brief, seconds=3.0)
+    edit_json(path, lambda r: r["review"].update(median_seconds=9.0))
+    assert kinds(verify_inspection(brief, path)) == [("tampered", "review")]

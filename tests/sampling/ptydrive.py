@@ -22,6 +22,7 @@ class PtyDriver:
                  rows: int = 60, cols: int = 120) -> None:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        self.tty_name = os.ttyname(slave)  # the device the command sees on stdin, e.g. /dev/pts/4
         self.proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
                                      start_new_session=True, close_fds=True)
         os.close(slave)
