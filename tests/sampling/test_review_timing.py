@@ -20,22 +20,24 @@ def _review(record: Path, tmp_path: Path) -> PtyDriver:
     return PtyDriver([*FINETUNE, "review", str(record)], env=env, cwd=str(tmp_path))
 
 
-def _seal(drive: PtyDriver) -> None:
-    drive.expect(r"\[s\] seal the review")
-    drive.send("s")
-    drive.expect(r"recorded as the reviewer \[ada\]")
-    drive.send("")
-
-
 def _seconds(sealed: dict) -> list[float]:
     return [sealed["verdicts"][s["id"]]["seconds"] for s in sealed["samples"]]
 
 
-def _assert_who_and_where(sealed: dict, drive: PtyDriver) -> None:
+def _seal_and_read(drive: PtyDriver, record: Path) -> dict:
+    """Seal under the offered name; the sealed record, checked for who sealed it and at which terminal."""
+    drive.expect(r"\[s\] seal the review")
+    drive.send("s")
+    drive.expect(r"recorded as the reviewer \[ada\]")
+    drive.send("")
+    drive.expect(r"No disagreements")
+    assert drive.wait() == 0
+    sealed = json.loads(record.read_text())
     review = sealed["review"]
     assert review["reviewer"] == "ada"  # the name the person accepted ($USER offered it)
     assert review["os_user"] == pwd.getpwuid(os.getuid()).pw_name != "ada"  # from the uid, not $USER
     assert review["tty"] == drive.tty_name and review["tty"].startswith("/dev/")
+    return sealed
 
 
 def test_a_hurried_review_is_timed_and_the_gate_warns(tmp_path: Path) -> None:
@@ -48,12 +50,7 @@ def test_a_hurried_review_is_timed_and_the_gate_warns(tmp_path: Path) -> None:
         drive.expect(rf"Sample {i}/50")
         drive.expect(r"> ")
         drive.send("a")
-    _seal(drive)
-    drive.expect(r"No disagreements")
-    assert drive.wait() == 0
-
-    sealed = json.loads(record.read_text())
-    _assert_who_and_where(sealed, drive)
+    sealed = _seal_and_read(drive, record)
     seconds = _seconds(sealed)
     assert all(isinstance(s, float) and 0 <= s < MIN_MEDIAN_SECONDS and s == round(s, 1) for s in seconds), seconds
     review = sealed["review"]
@@ -90,12 +87,7 @@ def test_a_careful_review_keeps_the_time_each_sample_was_read(tmp_path: Path) ->
     drive.expect(r"> ")
     time.sleep(1.1)
     drive.send("a")
-    _seal(drive)
-    drive.expect(r"No disagreements")
-    assert drive.wait() == 0
-
-    sealed = json.loads(record.read_text())
-    _assert_who_and_where(sealed, drive)
+    sealed = _seal_and_read(drive, record)
     first, second, third = _seconds(sealed)
     assert 2.2 <= first < 4.0, first  # 1.1 + 1.1: the two looks add up
     assert 2.1 <= second < 3.5 and 2.1 <= third < 3.5, (second, third)
