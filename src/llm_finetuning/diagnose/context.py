@@ -49,7 +49,9 @@ class RunContext:
     correctness: list[str] = field(default_factory=list)  # reward names that measure correctness
     model_id: str | None = None  # a hub id whose architecture no local config told
     max_completion_length: int | None = None
-    learning_rate: float | None = None
+    learning_rate: float | None = None  # the peak learning rate
+    lr_scheduler: str | None = None  # GRPOConfig's lr_scheduler_type: what the run's learning rate did over time
+    warmup_steps: int | None = None
     beta: float | None = None
     completions: list[Completion] = field(default_factory=list)
     eval_steps: list[int] = field(default_factory=list)  # held-out stricter verifier: step -> score
@@ -92,6 +94,10 @@ def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
     ctx.variant = grpo.get("variant")
     ctx.max_completion_length = grpo.get("max_completion_length")
     ctx.learning_rate = grpo.get("learning_rate")
+    from llm_finetuning.brief.schedule import Schedule
+
+    schedule = Schedule.of(grpo)
+    ctx.lr_scheduler, ctx.warmup_steps = schedule.trl_type, schedule.warmup_steps
     ctx.beta = grpo.get("beta")
     from llm_finetuning.rewards import reward_names
 
@@ -146,6 +152,10 @@ def _apply_grpo_config(ctx: RunContext, path: Path) -> None:
         ctx.learning_rate = float(config["learning_rate"])
     if isinstance(config.get("beta"), (int, float)):
         ctx.beta = float(config["beta"])
+    # A config without these ran TRL's defaults: linear decay to 0, no warm-up.
+    ctx.lr_scheduler = str(config.get("lr_scheduler_type") or "linear")
+    warmup = config.get("warmup_steps", 0)
+    ctx.warmup_steps = warmup if isinstance(warmup, int) else None
     weights = config.get("reward_weights")
     if ctx.importance_sampling_level == "sequence" and ctx.variant is None:
         ctx.variant = "gspo"

@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.errors import BriefError
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
@@ -342,11 +343,15 @@ def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = Non
 
     # GRPOConfig: the brief's values, then the variant's, then generation, then overrides.
     max_model_len = int(g["max_prompt_length"]) + int(g["max_completion_length"])
+    schedule = Schedule.of(g)
     train_entries = [
         Entry("output_dir", "checkpoints", "checkpoints/checkpoint-<step>/ in this directory"),
         Entry("seed", g["seed"], "grpo.seed"),
         Entry("max_steps", g["max_steps"], "grpo.max_steps"),
         Entry("learning_rate", g["learning_rate"], "grpo.learning_rate (TRL 1.16 defaults to 1e-6)"),
+        Entry("lr_scheduler_type", schedule.trl_type,
+              f"grpo.lr_scheduler {schedule.name} (TRL 1.16 defaults to linear decay to 0)"),
+        Entry("warmup_steps", schedule.warmup_steps, f"grpo.warmup_ratio {float(g['warmup_ratio']):g} of max_steps, rounded up"),
         Entry("beta", g["beta"], "grpo.beta (TRL 1.16 defaults to 0.0)"),
         Entry("num_generations", g["num_generations"], "grpo.num_generations"),
         Entry("per_device_train_batch_size", g["per_device_train_batch_size"], "grpo.per_device_train_batch_size"),

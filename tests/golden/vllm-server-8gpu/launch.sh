@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# launch.sh for run 'vllm-server-8gpu', rendered by llm-finetuning 0.1.0 from brief sha256 f1f8a59be57f8cd3505e6910f753244db275a23c7b0df3b2c3972da1386df073
+# launch.sh for run 'vllm-server-8gpu', rendered by llm-finetuning 0.1.0 from brief sha256 71bad3641aead8a08c5ebd117684de45abda710a239df764b58d5cfb5b647744
 # Do not edit: `finetune launch` refuses a rendered file whose sha256 differs from manifest.json.
 # 7 training process(es) on GPU(s) 1,2,3,4,5,6,7, zero2; `trl vllm-serve` on GPU(s) 0.
 # Usage: bash launch.sh [--resume]   (each process checks manifest.json and the gate before training)

@@ -1,4 +1,4 @@
-"""Reward functions of run 'vllm-server-8gpu' for TRL, rendered by llm-finetuning 0.1.0 from brief sha256 f1f8a59be57f8cd3505e6910f753244db275a23c7b0df3b2c3972da1386df073.
+"""Reward functions of run 'vllm-server-8gpu' for TRL, rendered by llm-finetuning 0.1.0 from brief sha256 71bad3641aead8a08c5ebd117684de45abda710a239df764b58d5cfb5b647744.
 
 Do not edit: `finetune launch` refuses a rendered file whose sha256 differs from manifest.json.
 grpo_config.yaml names each callable below by import path (`rewards_entry.<name>`): TRL's grpo script

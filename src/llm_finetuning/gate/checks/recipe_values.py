@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from llm_finetuning.brief import RECIPE_BETA, RECIPE_LEARNING_RATE
+from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 
 ID = "recipe_values"
@@ -51,12 +52,21 @@ def _deviation_problem(brief: Any, ctx: Any) -> str:
     return ""
 
 
+def schedule_report(grpo: dict[str, Any]) -> str:
+    """What learning rate the run will see: `schedule constant, no warm-up: mean learning rate 5.0e-7 over 500 steps`."""
+    s = Schedule.of(grpo)
+    mean = s.mean_learning_rate
+    share = f" ({mean / s.peak:.0%} of the peak)" if s.peak and abs(mean - s.peak) > 1e-3 * s.peak else ""
+    return f"schedule {s.describe()}: mean learning rate {mean:.3g}{share} over {s.max_steps} steps"
+
+
 def check(brief: Any, ctx: Any) -> list[CheckResult]:
     grpo = brief.section("grpo")
     found = deviations(grpo)
     if not found:
         return [CheckResult(ID, PASS, "grpo.learning_rate",
-                            f"learning_rate {yaml_number(grpo['learning_rate'])} and beta {yaml_number(grpo['beta'])} are the recipe's start")]
+                            f"learning_rate {yaml_number(grpo['learning_rate'])} and beta {yaml_number(grpo['beta'])} "
+                            f"are the recipe's start; {schedule_report(grpo)}")]
     problem = _deviation_problem(brief, ctx)
     results = []
     for key, value, recipe in found:
@@ -66,7 +76,8 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
                 f"set `grpo.{key}: {yaml_number(recipe)}` for the first run; deviate only after `finetune diagnose RUN_DIR` "
                 "called a run of this brief healthy, naming it in `grpo.deviation: RUN_DIR`"))
         else:
+            report = f"; {schedule_report(grpo)}" if key == "learning_rate" else ""
             results.append(CheckResult(
                 ID, WARN, f"grpo.{key}", f"found {yaml_number(value)}, not the recipe's {yaml_number(recipe)}; justified by the healthy "
-                f"run {ctx.deviation.run_dir}", "watch the first steps with `finetune diagnose RUN_DIR`"))
+                f"run {ctx.deviation.run_dir}{report}", "watch the first steps with `finetune diagnose RUN_DIR`"))
     return results
