@@ -182,3 +182,17 @@ def test_stats_helpers() -> None:
     assert pearson([1, 2, 3], [5, 5, 5]) is None
     assert fitted_change([0, 1, 2, 3], [0, 1, 2, 3]) == pytest.approx(3.0)
     assert spikes([1, 1, 1, 1, 20, 1, 1], factor=10, floor=0.1, minimum=0) == [4]
+
+
+def test_a_blowup_names_the_learning_rate_the_schedule_had_reached(tmp_path: Path) -> None:
+    decayed = synth.vary(synth.grad_spikes(), learning_rate=lambda t, r: 1e-5 * (1 - t))  # linear decay to 0
+    f = run_rules(tmp_path, decayed, RunContext(learning_rate=1e-5, lr_scheduler="linear"))["kl_blowup"]
+    assert f.evidence["learning_rate_at_first_problem"] == pytest.approx(1e-5 * (1 - 10 / 39))
+    assert "the learning rate at step 11 was 7.44e-06 (peak 1e-05, schedule linear)" in f.evidence["message"]
+    assert "already decayed" not in f.fix  # still above half the peak at the first spike
+    late = synth.vary(synth.nan_loss(), learning_rate=lambda t, r: 1e-5 * (1 - t))
+    f = run_rules(tmp_path, late, RunContext(learning_rate=1e-5, lr_scheduler="linear"))["kl_blowup"]
+    assert "had already decayed the rate to 18% of the peak here, so the peak itself is too high" in f.fix
+    flat = synth.vary(synth.grad_spikes(), learning_rate=lambda t, r: 1e-5)
+    f = run_rules(tmp_path, flat, RunContext(learning_rate=1e-5, lr_scheduler="constant"))["kl_blowup"]
+    assert "halving the peak halves every step's rate" in f.fix
