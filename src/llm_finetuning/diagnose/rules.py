@@ -476,27 +476,27 @@ def kl_blowup(traj: Trajectory, ctx: RunContext) -> Finding | None:
     steps = sorted(set(nonfinite) | (set(spike_steps) if len(spike_steps) >= SPIKE_MIN_COUNT else set())
                    | ({s for s, v in zip(kl.steps, kl.values, strict=True) if v >= KL_BLOWUP_LEVEL}
                       if late_kl is not None and late_kl >= KL_BLOWUP_LEVEL else set()))
-    evidence = {"message": "; ".join(parts), "nonfinite_steps": nonfinite, "kl_spike_steps": kl_spikes,
-                "grad_norm_spike_steps": grad_spikes, "kl_late": late_kl,
-                "kl_max": max(kl.values) if kl else None, "grad_norm_max": max(grad.values) if grad else None}
     lr = ctx.learning_rate
     edit = f"grpo:\n  learning_rate: {lr / 2:g}\n" if lr else None
     fix = ("Lower the learning rate (halve it) and keep gradient clipping on (max_grad_norm 1.0); if KL "
            "still climbs, raise beta. Resume from the last checkpoint before the first spike.")
+    lr_then: float | None = None
     logged = traj.series("learning_rate")
     if steps and logged:
-        at = dict(zip(logged.steps, logged.values, strict=True))
         first = min(steps)
-        lr_then = at.get(first, logged.values[min(range(len(logged.steps)), key=lambda i: abs(logged.steps[i] - first))])
-        evidence["learning_rate_at_first_problem"] = lr_then
-        evidence["lr_scheduler"] = ctx.lr_scheduler
-        evidence["message"] += (f"; the learning rate at step {first} was {fmt(lr_then)}"
-                                + (f" (peak {lr:g}, schedule {ctx.lr_scheduler})" if lr else ""))
+        nearest = min(range(len(logged.steps)), key=lambda i: abs(logged.steps[i] - first))
+        lr_then = logged.values[nearest]
+        parts.append(f"the learning rate at step {first} was {fmt(lr_then)}"
+                     + (f" (peak {lr:g}, schedule {ctx.lr_scheduler})" if lr else ""))
         if ctx.lr_scheduler in ("constant", "constant_with_warmup"):
             fix += " The schedule holds the peak to the end: halving the peak halves every step's rate."
         elif lr and lr_then < 0.5 * lr:
             fix += (f" The schedule ({ctx.lr_scheduler}) had already decayed the rate to {lr_then / lr:.0%} of the peak "
                     "here, so the peak itself is too high.")
+    evidence = {"message": "; ".join(parts), "nonfinite_steps": nonfinite, "kl_spike_steps": kl_spikes,
+                "grad_norm_spike_steps": grad_spikes, "kl_late": late_kl,
+                "kl_max": max(kl.values) if kl else None, "grad_norm_max": max(grad.values) if grad else None,
+                "learning_rate_at_first_problem": lr_then, "lr_scheduler": ctx.lr_scheduler}
     return Finding("kl_blowup", severity, steps, evidence, None, fix, edit)
 
 
