@@ -4,30 +4,21 @@ this checkout's plugin driven by a canned model, graded into a scored report."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from canned_model import canned_model
+from canned_model import canned_model, client_env, user_text
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "evals/run.py"
 EXIT_NO_MODEL = 3
-MODEL_ENV = ("ANTHROPIC_", "CLAUDE_CODE_", "CLAUDE_CONFIG_DIR", "CLAUDE_BIN")
 
 
 def suite(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((REPO / "evals" / f"{name}.json").read_text(encoding="utf-8"))
     return data
-
-
-def bare_env(home: Path, **extra: str) -> dict[str, str]:
-    """The caller's environment without any model configuration, HOME in a temporary folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(MODEL_ENV)}
-    env.update(HOME=str(home), DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1", **extra)
-    return env
 
 
 def run_evals(*args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -36,7 +27,7 @@ def run_evals(*args: str, env: dict[str, str], timeout: float = 600) -> subproce
 
 
 def test_no_model_configured_says_what_to_set_and_exits_3(tmp_path: Path) -> None:
-    done = run_evals("--out", str(tmp_path / "report.json"), env=bare_env(tmp_path))
+    done = run_evals("--out", str(tmp_path / "report.json"), env=client_env(tmp_path))
     assert done.returncode == EXIT_NO_MODEL
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
@@ -49,7 +40,7 @@ def test_a_claude_login_counts_as_a_configured_model(tmp_path: Path) -> None:
     """With a login but no CLI, the runner gets past the model check and stops at the missing CLI (exit 2)."""
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude/.credentials.json").write_text("{}")
-    env = bare_env(tmp_path, PATH=str(tmp_path))  # no claude on PATH
+    env = client_env(tmp_path, PATH=str(tmp_path))  # no claude on PATH
     done = subprocess.run([sys.executable, str(RUN)], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("evals: the Claude Code CLI was not found")
@@ -66,7 +57,7 @@ def test_report_from_saved_answers_scores_each_case(tmp_path: Path) -> None:
     answers.write_text("\n".join(rows) + "\n", encoding="utf-8")
     out = tmp_path / "out/report.json"
     done = run_evals("--suite", "routing", "--suite", "behaviour", "--answers", str(answers), "--out", str(out),
-                     env=bare_env(tmp_path))
+                     env=client_env(tmp_path))
     assert done.returncode == 1, done.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
     total = len(suite("routing")["cases"]) + len(suite("behaviour")["cases"])
@@ -81,7 +72,7 @@ def test_report_from_saved_answers_scores_each_case(tmp_path: Path) -> None:
 
 
 def test_unknown_case_is_unusable(tmp_path: Path) -> None:
-    done = run_evals("--case", "no-such-case", env=bare_env(tmp_path))
+    done = run_evals("--case", "no-such-case", env=client_env(tmp_path))
     assert done.returncode == 2
     assert "unknown case id(s) no-such-case" in done.stderr
 
@@ -92,14 +83,13 @@ def test_runner_drives_claude_with_the_plugin_and_grades_its_answers(claude_bin:
     answers = {c["request"]: (c["known_wrong"][0]["answer"] if c["id"] == wrong_id else c["reference_answer"])
                for c in behaviour["cases"]}
 
-    def answer(text: str) -> str:
+    def answer(body: dict[str, Any]) -> str:
+        text = user_text(body)
         return next((a for request, a in answers.items() if request in text), "no case matched")
 
     out = tmp_path / "report.json"
     with canned_model(answer) as model:
-        env = bare_env(tmp_path / "home", ANTHROPIC_BASE_URL=model.url, ANTHROPIC_API_KEY="canned",
-                       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", CLAUDE_BIN=str(claude_bin))
-        (tmp_path / "home").mkdir()
+        env = client_env(tmp_path / "home", model.url, CLAUDE_BIN=str(claude_bin))
         done = run_evals("--suite", "behaviour", "--out", str(out), env=env)
     assert done.returncode == 1, done.stderr
     report = json.loads(out.read_text(encoding="utf-8"))

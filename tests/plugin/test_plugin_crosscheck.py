@@ -119,7 +119,7 @@ def test_command_handles_every_exit_code_and_state() -> None:
         assert not missing, f"## {section} handles no {missing}"
     for state in ("`running`", "`finished`", "`failed`", "`stopped`", "`not_started`"):
         assert state in sections["Watch"], state
-    for needed in ("WARN", "llm-finetuning-setup --train", "$ARGUMENTS` is empty", "PreToolUse:Bash hook error",
+    for needed in ("WARN", "llm-finetuning-setup --train", "The argument is `$ARGUMENTS`. If it is empty", "PreToolUse:Bash hook error",
                    "never run `finetune review`", "300000 ms"):
         assert needed in body, needed
     assert not re.search(r"finetune launch RUN_DIR(?! --detach| --resume --detach)", body)
