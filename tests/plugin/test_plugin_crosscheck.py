@@ -190,3 +190,18 @@ def test_files_the_hooks_run_exist() -> None:
     assert paths, "hooks.json runs nothing from the plugin"
     missing = [p for p in paths if not (REPO / p).is_file()]
     assert not missing, missing
+
+
+def test_agent_drives_runs_that_outlive_the_turn_and_keeps_the_rules() -> None:
+    """The agent launches detached, polls in bounded calls, stops and resumes through the CLI, reports
+    the guard's denials and the review-time warning, and sends a missing CLI to the setup script."""
+    body = (REPO / "agents" / f"{AGENT}.md").read_text(encoding="utf-8")
+    for needed in ("finetune launch RUN_DIR --detach", "finetune diagnose RUN_DIR --follow --timeout 240",
+                   "finetune status RUN_DIR", "finetune stop RUN_DIR", "finetune launch RUN_DIR --resume --detach",
+                   "300000 ms", "PreToolUse:Bash hook error", "under 2 s", "never re-review", "llm-finetuning-setup",
+                   "`WARN`", "Never run `finetune review`"):
+        assert needed in body, needed
+    for state in ("`running`", "`finished`", "`failed`", "`stopped`", "`not_started`"):
+        assert state in body, state
+    assert not re.search(r"finetune launch RUN_DIR(?! --detach| --resume --detach)", body)
+    assert not re.search(r"diagnose RUN_DIR --follow(?! --timeout)", body)
