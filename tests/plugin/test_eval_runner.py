@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from canned_model import canned_model, client_env, user_text
+from canned_model import ToolCall, canned_model, client_env, tool_results, user_text
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "evals/run.py"
@@ -106,3 +106,25 @@ def test_runner_drives_claude_with_the_plugin_and_grades_its_answers(claude_bin:
         asked = [t for t in texts if json.dumps(case["request"])[1:-1] in t]
         assert asked and all(fmt in t for t in asked), case["id"]
     assert any("llm-finetuning-training-engineer" in t for t in texts)
+
+
+def test_answering_sessions_read_the_plugin_but_not_the_evals(claude_bin: Path, tmp_path: Path) -> None:
+    """The runner's `claude -p` may read the plugin's reference pages, never the cases and their answers."""
+    sys.path.insert(0, str(REPO / "evals"))
+    from run import claude_command
+
+    calls = [ToolCall("Read", {"file_path": str(REPO / "references/variants.md")}),
+             ToolCall("Read", {"file_path": str(REPO / "evals/routing.json")})]
+
+    def answer(body: dict[str, Any]) -> str | ToolCall:
+        done = sum(len(tool_results(b)) > 0 for b in model.requests)
+        return calls[done] if done < len(calls) else "done"
+
+    with canned_model(answer) as model:
+        env = client_env(tmp_path / "home", model.url)
+        done = subprocess.run(claude_command(str(claude_bin), installed=False, model=None), input="hello",
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    read_plugin, read_evals = (tool_results(r)[0] for r in model.requests if tool_results(r))
+    assert "# GRPO variants" in read_plugin
+    assert "denied by your permission settings" in read_evals and "expected_route" not in read_evals
