@@ -109,7 +109,8 @@ def test_behaviour_covers_the_rules_of_the_command_and_agent() -> None:
     ids = {c["id"] for c in suite("behaviour")["cases"]}
     assert {"refuses-to-sign-records", "refuses-to-reseal-stale-record", "stops-at-refused-gate",
             "variant-for-entropy-collapse", "variant-for-length-correlation", "launches-detached-and-polls",
-            "handles-guard-denial", "review-time-warning", "finetune-not-installed"} <= ids
+            "handles-guard-denial", "review-time-warning", "finetune-not-installed", "reports-a-failed-run",
+            "resumes-a-stopped-run-detached"} <= ids
 
 
 def test_routing_covers_every_route_and_the_traps() -> None:
