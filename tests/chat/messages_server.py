@@ -10,8 +10,9 @@ Each request is classified:
 - `side`: anything else the client asks on the side (titles, summaries, quota probes, other subagents);
   answered from the side handler (by default a short text), never consuming a script.
 
-A script is a list of steps: `ToolCall(name, input)`, `Text(text)`, or a function of the `Request` so far
-that returns one of them (so a step can depend on the tool result that came back). When a script runs
+A script is a list of steps: `ToolCall(name, input)`, `Text(text)`, a function of the `Request` so far
+that returns one of them (so a step can depend on the tool result that came back), or `Repeat(step, until)`
+(polling). When a script runs
 out, the model answers `Text("done")`. Every request body is recorded; `Transcript` reads them back.
 """
 
@@ -85,7 +86,17 @@ class Request:
         return result_text(results[-1]) if results else ""
 
 
-Step = Reply | Callable[[Request], Reply]
+@dataclass(frozen=True)
+class Repeat:
+    """A step taken again on each request until `until(request)` holds for what came back (checked from the
+    second time on), at most `times` times; then the script moves on. For polling, e.g. `finetune status`."""
+
+    step: Reply | Callable[[Request], Reply]
+    until: Callable[[Request], bool]
+    times: int = 20
+
+
+Step = Reply | Repeat | Callable[[Request], Reply]
 SideHandler = Callable[[Request], Reply]
 
 
@@ -114,11 +125,18 @@ def default_side(request: Request) -> Reply:
 class _Script:
     steps: list[Step]
     position: int = 0
+    repeated: int = 0
 
     def next(self, request: Request) -> Reply:
         if self.position >= len(self.steps):
             return Text("done")
         step = self.steps[self.position]
+        if isinstance(step, Repeat):
+            if self.repeated and (self.repeated >= step.times or step.until(request)):
+                self.position, self.repeated = self.position + 1, 0
+                return self.next(request)
+            self.repeated += 1
+            return step.step(request) if callable(step.step) else step.step
         self.position += 1
         return step(request) if callable(step) else step
 
