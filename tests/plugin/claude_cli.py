@@ -30,27 +30,22 @@ def pinned_version() -> str:
     return PIN_FILE.read_text().strip()
 
 
-def find_claude() -> Path | None:
-    """$CLAUDE_BIN, else a local npm install of @anthropic-ai/claude-code, else `claude` on PATH."""
-    configured = os.environ.get("CLAUDE_BIN")
+def _installed(variable: str, candidates: tuple[Path, ...]) -> Path | None:
+    configured = os.environ.get(variable)
     if configured:
         return Path(configured)
-    for candidate in CLAUDE_CANDIDATES:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which("claude")
+    return next((c for c in candidates if c.is_file() and os.access(c, os.X_OK)), None)
+
+
+def find_claude() -> Path | None:
+    """$CLAUDE_BIN, else a local npm install of @anthropic-ai/claude-code, else `claude` on PATH."""
+    found = _installed("CLAUDE_BIN", CLAUDE_CANDIDATES) or shutil.which("claude")
     return Path(found) if found else None
 
 
 def find_claude_latest() -> Path | None:
     """$CLAUDE_BIN_LATEST, else `.ci/node-latest`'s install, else None (the newest is the pin, or unknown)."""
-    configured = os.environ.get("CLAUDE_BIN_LATEST")
-    if configured:
-        return Path(configured)
-    for candidate in LATEST_CANDIDATES:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    return _installed("CLAUDE_BIN_LATEST", LATEST_CANDIDATES)
 
 
 @cache
