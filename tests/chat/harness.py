@@ -9,6 +9,12 @@
         assert "FAIL" in gate.result
 
 `result.describe()` (printed when a test fails) is the Markdown transcript plus the client's output.
+
+To add a scenario: script the model's steps (`ToolCall`, `Text`, a function of the `Request` so far,
+`Repeat(step, until)` to poll), give a subagent its own steps with `agents={name: (a line of its system
+prompt, steps)}`, and assert on `result.transcript` (`calls_to("Write")[0].result`, `.denial_reason`,
+`user_text()`, `system_prompts(role)`, `tool_lists(role)`). Mark it `@both_clients` to run it with the
+newest Claude Code as well. CHAT_TRANSCRIPTS=DIR writes every chat's transcript to DIR.
 """
 
 from __future__ import annotations
@@ -123,7 +129,7 @@ class Chat:
                               env=self.base_env, capture_output=True, text=True, timeout=120, check=False)
 
     def run(self, prompt: str, main: Sequence[Step] = (), *,
-            agents: Mapping[str, tuple[str, Sequence[Step]]] | None = None, side: SideHandler = default_side,
+            agents: Mapping[str, tuple[str, Sequence[Step]]] | None = None, side: SideHandler | list[Step] = default_side,
             allowed_tools: str = DEFAULT_TOOLS, extra_args: Sequence[str] = (), timeout: float = 60) -> ChatResult:
         """`claude -p PROMPT --allowedTools ...` against a scripted model. `agents` maps a name to (a marker
         found in that subagent's system prompt, its steps)."""

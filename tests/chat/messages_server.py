@@ -153,12 +153,13 @@ class ScriptedModel:
     """The server. Use as a context manager; `base_url` goes into ANTHROPIC_BASE_URL."""
 
     main: list[Step] = field(default_factory=list)
-    side: SideHandler = default_side
+    side: SideHandler | list[Step] = default_side  # a handler, or a script of its own
     requests: list[Request] = field(default_factory=list)
     other_calls: list[tuple[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._main = _Script(list(self.main))
+        self._side = _Script(list(self.side)) if isinstance(self.side, list) else None
         self._agents: list[_AgentScript] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -193,14 +194,19 @@ class ScriptedModel:
         with self._lock:
             request.role = self.classify(request)
             self.requests.append(request)
+            script: _Script | None
             if request.role == "main":
                 script = self._main
             elif request.role.startswith("agent:"):
                 script = next(a.script for a in self._agents if f"agent:{a.name}" == request.role)
             else:
-                script = None
+                script = self._side
         try:
-            reply = script.next(request) if script is not None else self.side(request)
+            if script is not None:
+                reply = script.next(request)
+            else:
+                assert callable(self.side)
+                reply = self.side(request)
         except Exception as exc:  # a broken step is reported to the client and in the transcript
             reply = Text(f"[scripted model error: {type(exc).__name__}: {exc}]")
         request.reply = reply
@@ -211,8 +217,8 @@ class ScriptedModel:
     @property
     def base_url(self) -> str:
         assert self._server is not None, "the server is not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}"
 
     def __enter__(self) -> ScriptedModel:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))

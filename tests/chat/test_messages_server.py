@@ -52,12 +52,11 @@ def test_a_tool_call_streams_as_the_standard_events() -> None:
 
 
 def test_main_agent_and_side_requests_use_their_own_scripts() -> None:
-    model = ScriptedModel(main=[ToolCall("Bash", {"command": "ls"}), Text("main done")],
-                          side=lambda request: Text("a title"))
+    model = ScriptedModel(main=[ToolCall("Bash", {"command": "ls"}), Text("main done")], side=[Text("a title")])
     model.agent_script("engineer", "You are the training engineer", [Text("agent done")])
     with model:
         post(model, body("typed"))
-        post(model, body("write a title", system="Generate a title", tools=[]))
+        _, title = post(model, body("write a title", system="Generate a title", tools=[]))
         _, agent = post(model, body("gate it", system="You are the training engineer.", tools=[{"name": "Bash"}]))
         tool_id = model.requests[0].tool_id
         _, main = post(model, body("typed", {"role": "assistant", "content": [
@@ -66,7 +65,7 @@ def test_main_agent_and_side_requests_use_their_own_scripts() -> None:
         post(model, {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "quota"}]})
         _, tokens = post(model, {"messages": []}, "/v1/messages/count_tokens")
     assert [r.role for r in model.requests] == ["main", "side", "agent:engineer", "main", "side"]
-    assert "agent done" in agent and "main done" in main
+    assert "a title" in title and "agent done" in agent and "main done" in main
     assert model.requests[3].last_tool_result() == "a\nb"
     assert json.loads(tokens)["input_tokens"] >= 1
     assert model.other_calls == [("POST", "/v1/messages/count_tokens")]

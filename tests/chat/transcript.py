@@ -54,7 +54,7 @@ class Transcript:
     def tool_calls(self, role: str = "main") -> list[ToolUse]:
         """The role's tool calls in order, each with the tool_result the client sent back."""
         calls: dict[str, tuple[str, dict[str, Any]]] = {}
-        results: dict[str, tuple[str, bool]] = {}
+        results: dict[str, tuple[str | None, bool]] = {}
         for request in self.of(role):
             for message in request.messages:
                 for block in blocks(message):
@@ -62,8 +62,11 @@ class Transcript:
                         calls.setdefault(block["id"], (block["name"], dict(block.get("input") or {})))
                     elif block.get("type") == "tool_result":
                         results[block["tool_use_id"]] = (result_text(block), bool(block.get("is_error")))
-        return [ToolUse(id, name, args, *results.get(id, (None, False)), role=role)
-                for id, (name, args) in calls.items()]
+        out = []
+        for call_id, (name, args) in calls.items():
+            result, is_error = results.get(call_id, (None, False))
+            out.append(ToolUse(call_id, name, args, result, is_error, role))
+        return out
 
     def calls_to(self, name: str, role: str = "main") -> list[ToolUse]:
         return [call for call in self.tool_calls(role) if call.name == name]
