@@ -25,6 +25,7 @@ VERBS: dict[str, str] = {
     "diagnose": "diagnose",
     "memory": "memory",
     "demo": "demo",
+    "install-command": "install_command",
 }
 
 

@@ -3,43 +3,24 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-CLAUDE_CANDIDATES = (
-    REPO / "node_modules/.bin/claude",
-    REPO / ".ci/node/node_modules/.bin/claude",
-    Path("/tmp/claudecli/node_modules/.bin/claude"),
-)
+sys.path.insert(0, str(Path(__file__).parent))
 
+from claude_cli import REPO, client_path, find_claude  # noqa: E402
 
-def find_claude() -> Path | None:
-    """$CLAUDE_BIN, else a local npm install of @anthropic-ai/claude-code, else `claude` on PATH."""
-    configured = os.environ.get("CLAUDE_BIN")
-    if configured:
-        return Path(configured)
-    for candidate in CLAUDE_CANDIDATES:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which("claude")
-    return Path(found) if found else None
+__all__ = ["find_claude"]
 
 
 @pytest.fixture(scope="session")
-def claude_bin() -> Path:
-    """The Claude Code CLI. Skips only when none is installed locally; a missing $CLAUDE_BIN fails."""
-    path = find_claude()
-    if path is None:
-        pytest.skip("Claude Code CLI not found: set CLAUDE_BIN or `npm install --prefix /tmp/claudecli "
-                    "@anthropic-ai/claude-code` (CI sets CLAUDE_BIN, so these tests run there)")
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        pytest.fail(f"CLAUDE_BIN={path} is not an executable file")
-    return path
+def claude_bin(request: pytest.FixtureRequest) -> Path:
+    """The pinned Claude Code CLI (or, parametrized indirectly with "latest", the newest release)."""
+    return client_path(getattr(request, "param", "pinned"))
 
 
 RunClaude = Callable[..., subprocess.CompletedProcess[str]]

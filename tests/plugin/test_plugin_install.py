@@ -37,6 +37,7 @@ def copy_repository(dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.parametrize("claude_bin", ["pinned", "latest"], indirect=True)
 def test_install_from_own_marketplace(run_claude, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     repo = copy_repository(tmp_path / "llm-finetuning")
 
