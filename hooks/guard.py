@@ -76,10 +76,10 @@ READERS = {"cat", "head", "tail", "less", "more", "ls", "stat", "wc", "grep", "e
 GIT_READERS = {"status", "diff", "log", "show", "ls-files", "blame", "grep", "rev-parse", "describe", "shortlog"}
 COPIERS = {"cp", "ln", "install", "rsync", "scp"}  # read their sources, write their destination
 FIX_LAUNCH = "run `finetune gate BRIEF`, follow its fixes, then `finetune render BRIEF -o RUN_DIR`, and launch that RUN_DIR"
-WHY_RECORDS = ("records are written only by `finetune baseline`, `finetune inspect` and `finetune calibrate-judge`, "
+WHY_RECORDS = ("Records are written only by `finetune baseline`, `finetune inspect` and `finetune calibrate-judge`, "
                "and an inspection is sealed only by a person running `finetune review` in their own terminal; "
                "the gate trusts them because no agent edits them")
-ASK_PERSON = ("Ask the person: if the record is wrong or stale, `finetune inspect BRIEF` (or `finetune baseline BRIEF`) "
+ASK_PERSON = ("ask the person: if the record is wrong or stale, `finetune inspect BRIEF` (or `finetune baseline BRIEF`) "
               "makes a new one, and the person reviews it with `finetune review RECORD` in their own terminal")
 
 
@@ -130,6 +130,8 @@ def protected(path: Path) -> str | None:
     """Why `path` may not be written, moved or deleted by the agent; None when it may."""
     for folder in (path, *path.parents):
         if folder.name == "records" and holds_a_brief(folder.parent):
+            if folder == path:
+                return f"{path} is the records folder of the brief beside it"
             return f"{path} is in {folder}, the records folder of the brief beside it"
     if is_record_file(path):
         return f"{path} is an llm-finetuning record"
@@ -426,7 +428,7 @@ def check_file_tool(tool: str, tool_input: dict[str, Any], here: Path) -> None:
     path = resolve(here, raw)
     reason = protected(path)
     if reason:
-        raise Denied(f"{tool} on {path} is not allowed: {reason}. {WHY_RECORDS}. Fix: {ASK_PERSON}")
+        raise Denied(f"{tool} is not allowed here: {reason}. {WHY_RECORDS}. Fix: {ASK_PERSON}")
     if path.name == "manifest.json" and (path.parent / "grpo_config.yaml").exists():
         raise Denied(f"{tool} on {path} is not allowed: it binds a rendered run to the gate's verdict. "
                      f"Fix: change the brief and {FIX_LAUNCH}")
@@ -458,7 +460,7 @@ def manifest_problems(run_dir: Path) -> tuple[dict[str, Any] | None, list[str]]:
     """The manifest and every sha256 in it that no longer holds."""
     path = run_dir / "manifest.json"
     if not path.is_file():
-        return None, [f"{run_dir} has no manifest.json: it was not rendered by `finetune render` after a passing gate"]
+        return None, ["it has no manifest.json: it was not rendered by `finetune render` after a passing gate"]
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
         files = dict(manifest["files"])
@@ -548,7 +550,7 @@ def decide(event: dict[str, Any]) -> str | None:
         elif tool in FILE_TOOLS:
             check_file_tool(str(tool), tool_input, here)
     except Denied as denial:
-        return f"{PREFIX}: {denial}."
+        return f"{PREFIX}: {denial}.".replace(f"{here.resolve()}/", "")  # paths as the agent named them
     return None
 
 

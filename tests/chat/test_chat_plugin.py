@@ -4,6 +4,7 @@ client sent back to the model after each step is what these tests assert."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.plugin
 
 COMMAND = REPO / "commands" / "finetune.md"
 AGENT_FILE = REPO / "agents" / f"{AGENT}.md"
-GUARD = REPO / "hooks" / "guard_launch.py"
+GUARD = REPO / "hooks" / "guard"
 
 
 def frontmatter_and_body(path: Path) -> tuple[dict[str, str], str]:
@@ -75,8 +76,9 @@ def guard_reason(command: str, cwd: Path) -> str:
     event = {"session_id": "s", "transcript_path": "/dev/null", "cwd": str(cwd), "permission_mode": "default",
              "hook_event_name": "PreToolUse", "tool_name": "Bash",
              "tool_input": {"command": command, "description": "launch"}, "tool_use_id": "toolu_1"}
-    done = subprocess.run([sys.executable, str(GUARD)], input=json.dumps(event), capture_output=True, text=True,
-                          cwd=cwd, timeout=60, check=True)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run(["sh", str(GUARD)], input=json.dumps(event), capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=60, check=True)
     return str(json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"])
 
 

@@ -16,23 +16,30 @@ pytestmark = pytest.mark.plugin
 GOLDEN = Path(__file__).parent / "golden" / "readme-session.md"
 
 
-def test_readme_session_refused_gate_then_denied_launch(chat: Chat, update_golden: bool) -> None:
+def test_readme_session_refused_gate_then_denied_forgery_review_and_launch(chat: Chat, update_golden: bool) -> None:
     chat.add_example("math-exact")
     (chat.project / "runs" / "run-1").mkdir(parents=True)
 
     def report(request: Request) -> Text:
-        denied = "denied" if "launch guard" in request.last_tool_result() else "not denied"
-        return Text(f"The gate refused brief.yaml and the launch was {denied}. Run `finetune baseline "
+        denied = "denied" if "llm-finetuning guard: launch refused" in request.last_tool_result() else "not denied"
+        return Text(f"The gate refused brief.yaml; writing the record, signing the review and the launch were "
+                    f"{denied}. Run `finetune baseline "
                     "brief.yaml`, then `finetune inspect brief.yaml`, and review the samples yourself with "
                     "`finetune review records/inspection.json` in your own terminal.")
 
     result = chat.run("/llm-finetuning:finetune brief.yaml", [
         ToolCall("Bash", {"command": "finetune gate brief.yaml", "description": "Phase 1 gate"}),
+        ToolCall("Write", {"file_path": "records/inspection.json",
+                           "content": '{"format": "llm-finetuning/inspection@1", "verdicts": {}}'},
+                 text="Writing the inspection record myself."),
+        ToolCall("Bash", {"command": "script -qc 'finetune review records/inspection.json' /dev/null",
+                          "description": "Sign the review"}, text="Signing the review through a pseudo-terminal."),
         ToolCall("Bash", {"command": "finetune launch runs/run-1", "description": "Launch anyway"},
                  text="Trying to launch without a passing gate."),
         report])
     got = render_markdown(result.transcript, limit=4000).replace(str(chat.project), "~/project")
-    assert "the launch was denied" in got and "**Denied before it ran**" in got, got
+    assert "the launch were denied" in got and got.count("**Denied before it ran**") == 3, got
+    assert not (chat.project / "records").exists()
 
     if update_golden:
         GOLDEN.parent.mkdir(exist_ok=True)

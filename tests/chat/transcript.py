@@ -10,6 +10,7 @@ from typing import Any
 from messages_server import Request, ToolCall, blocks, result_text
 
 DENIAL_PREFIX = "PreToolUse:"  # Claude Code 2.1.x: "PreToolUse:Bash hook error: <the hook's reason>"
+GUARD_PREFIX = "llm-finetuning guard: "  # how the plugin's guard starts every reason it gives
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,11 @@ class ToolUse:
 
     @property
     def denied_by_hook(self) -> bool:
-        """The client said a PreToolUse hook stopped the call (2.1.3xx prefixes the hook's reason so; 2.1.197
-        sends the bare reason, which only a comparison with the hook's own answer can recognise)."""
-        return self.result is not None and self.result.startswith(DENIAL_PREFIX)
+        """The client said a PreToolUse hook stopped the call: 2.1.3xx prefixes a Bash denial's reason with
+        "PreToolUse:Bash hook error: " and sends a file tool's denial as the bare reason, as 2.1.197 does for
+        every tool; a bare reason is recognised by the guard's own prefix."""
+        result = self.result or ""
+        return result.startswith(DENIAL_PREFIX) or (self.is_error and result.startswith(GUARD_PREFIX))
 
     @property
     def denial_reason(self) -> str:
