@@ -20,8 +20,10 @@ Phases, so that each fits one device call (the work folder persists in /tmp whil
     python bench/schedule_gpu.py --phase prepare     # baselines (finetune baseline), arith's inspection
     python bench/schedule_gpu.py --phase recipe      # 6 runs at 5e-7, concurrently
     python bench/schedule_gpu.py --phase deviation   # 6 runs at 3e-5, each justified by its recipe run
-    python bench/schedule_gpu.py --phase eval        # held-out pass@1 of 13 models x 2 temperatures, plot
-Results: $OUT/schedule-h200.json (and -partial.json as it goes) and schedule-h200.png.
+    python bench/schedule_gpu.py --phase eval        # held-out pass@1 of 14 models x 2 temperatures
+    python bench/schedule_gpu.py --phase report --partials P1 P2 ... --out bench/results
+Each phase adds to $OUT/schedule-h200-partial.json; `report` merges the partial files of the calls into
+bench/results/schedule-h200.json and schedule-h200.png.
 """
 
 from __future__ import annotations
@@ -194,24 +196,106 @@ def pass_at_1(brief_path: Path, model_dir: Path | None, temperature: float, n_pr
             "prompts": len(per_prompt), "k": k}
 
 
-def evaluate(work: Path, out: Path, n_prompts: int, k: int) -> dict[str, Any]:
-    jobs = []
+def eval_jobs(work: Path) -> list[tuple[str, str, str | None, float]]:
+    """(task, model name, model folder or None for the base, temperature) for every model to score."""
+    jobs: list[tuple[str, str, str | None, float]] = []
     for task in TASKS:
-        base = work / task / "base.yaml"
-        for t in EVAL_TEMPERATURES:
-            jobs.append((task, "base", base, None, t))
-        for run_dir in sorted((work / task / "runs").iterdir()):
-            if (run_dir / "model").is_dir():
-                for t in EVAL_TEMPERATURES:
-                    jobs.append((task, run_dir.name, base, run_dir / "model", t))
+        models: list[tuple[str, str | None]] = [("base", None)]
+        models += [(d.name, str(d / "model")) for d in sorted((work / task / "runs").iterdir()) if (d / "model").is_dir()]
+        jobs += [(task, name, model, t) for name, model in models for t in EVAL_TEMPERATURES]
+    return jobs
+
+
+def eval_shard(work: Path, shard: int, shards: int, n_prompts: int, k: int) -> None:
+    """Score every `shards`-th job in this process (model loading is not thread-safe: one process a shard)."""
+    results = []
+    for task, name, model, temperature in eval_jobs(work)[shard::shards]:
+        result = pass_at_1(work / task / "base.yaml", Path(model) if model else None, temperature, n_prompts, k)
+        results.append({"task": task, "name": name, "temperature": temperature, **result})
+        (work / f"eval-shard-{shard}.json").write_text(json.dumps(results, indent=1))
+
+
+def evaluate(work: Path, out: Path, n_prompts: int, k: int, shards: int = 4) -> dict[str, Any]:
     t0 = time.monotonic()
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        scored = list(pool.map(lambda j: (j[0], j[1], j[4], pass_at_1(j[2], j[3], j[4], n_prompts, k)), jobs))
+    procs = [subprocess.Popen([sys.executable, __file__, "--phase", "eval-shard", "--shard", str(i),
+                               "--shards", str(shards), "--work", str(work), "--eval-prompts", str(n_prompts),
+                               "--k", str(k), "--out", str(out / f"shard-{i}")]) for i in range(shards)]
+    codes = [p.wait() for p in procs]
     table: dict[str, Any] = {}
-    for task, name, temperature, result in scored:
-        table.setdefault(task, {}).setdefault(name, {})[f"T={temperature:g}"] = result
-    save(out, "eval", {"seconds": round(time.monotonic() - t0, 1), "table": table})
+    for i in range(shards):
+        path = work / f"eval-shard-{i}.json"
+        for r in json.loads(path.read_text()) if path.is_file() else []:
+            table.setdefault(r["task"], {}).setdefault(r["name"], {})[f"T={r['temperature']:g}"] = {
+                key: r[key] for key in ("pass_at_1", "ci95", "prompts", "k")}
+    save(out, "eval", {"seconds": round(time.monotonic() - t0, 1), "shard_exit_codes": codes, "table": table})
     return table
+
+
+def report(partials: list[Path], out: Path) -> dict[str, Any]:
+    """Merge the phases' partial results (one file per device call) into schedule-h200.json and a plot."""
+    merged: dict[str, Any] = {}
+    for path in partials:
+        merged.update(json.loads(path.read_text()))
+    table = merged["eval"]["table"]
+    runs = {key[4:]: value for key, value in merged.items() if key.startswith("run-")}
+    summary = []
+    for task in TASKS:
+        base = table[task]["base"]
+        for lr_name, lr in (("recipe", RECIPE_LR), ("dev", DEVIATION_LR)):
+            linear = table[task][f"{lr_name}-linear"]
+            for schedule in SCHEDULES:
+                name = f"{lr_name}-{schedule}"
+                run = runs.get(f"{task}-{name}", {})
+                row = {"task": task, "learning_rate": lr, "schedule": schedule, "healthy": run.get("healthy"),
+                       "findings": run.get("findings"), "train_seconds": run.get("train_seconds")}
+                for t in ("T=0.7", "T=1"):
+                    row[t] = table[task][name][t]
+                    row[f"gain_points_{t}"] = round((table[task][name][t]["pass_at_1"] - base[t]["pass_at_1"]) * 100, 1)
+                    row[f"vs_linear_points_{t}"] = round(
+                        (table[task][name][t]["pass_at_1"] - linear[t]["pass_at_1"]) * 100, 1)
+                summary.append(row)
+    result = {"benchmark": "schedule_gpu", "model": "embedded:smollm2-135m-instruct", "generation": "transformers",
+              "steps": 40, "batch": "G=8, 8 x 4 per step", "max_completion_length": 128, "seed": 3407,
+              "machine": merged.get("machine"), "prepare": merged.get("prepare"),
+              "phases": {k: v for k, v in merged.items() if k.startswith("phase-")},
+              "base": {task: table[task]["base"] for task in TASKS}, "runs": summary,
+              "reward_curves": {k: v.get("reward_curve") for k, v in runs.items()},
+              "note": ("each phase's six runs trained concurrently on one GPU; the arith task's inspection record was "
+                       f"sealed by this benchmark ({REVIEWER!r}), the json task's is the example's reviewed record")}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "schedule-h200.json").write_text(json.dumps(result, indent=2) + "\n")
+    plot(result, out / "schedule-h200.png")
+    from _schedule_table import PAGE, page_with_table
+
+    PAGE.write_text(page_with_table(PAGE.read_text(), result))
+    return result
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, task in zip(axes, TASKS, strict=True):
+        rows = [r for r in result["runs"] if r["task"] == task and r["learning_rate"] == DEVIATION_LR]
+        labels = ["base"] + [r["schedule"] for r in rows]
+        for offset, t in ((-0.2, "T=0.7"), (0.2, "T=1")):
+            values = [result["base"][task][t]] + [r[t] for r in rows]
+            means = [v["pass_at_1"] * 100 for v in values]
+            errs = [[m - v["ci95"][0] * 100 for m, v in zip(means, values, strict=True)],
+                    [v["ci95"][1] * 100 - m for m, v in zip(means, values, strict=True)]]
+            ax.bar([i + offset for i in range(len(labels))], means, 0.4, yerr=errs, capsize=3,
+                   label=f"sampled at {t.replace('T=', 'T ')}")
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("held-out pass@1 (%)")
+        ax.set_title(f"{task}: 40 steps at 3e-5")
+        ax.legend(loc="upper left")
+    fig.suptitle("Learning-rate schedule, SmolLM2-135M-Instruct through the gated pipeline, one H200")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def save(out: Path, key: str, value: Any) -> None:
@@ -225,7 +309,12 @@ def save(out: Path, key: str, value: Any) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--phase", choices=["prepare", "recipe", "deviation", "eval"], required=True)
+    parser.add_argument("--phase", choices=["prepare", "recipe", "deviation", "eval", "eval-shard", "report"],
+                        required=True)
+    parser.add_argument("--partials", type=Path, nargs="*", default=[],
+                        help="report: the partial result files of the phases, in order")
+    parser.add_argument("--shard", type=int, default=0)
+    parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--eval-prompts", type=int, default=96)
     parser.add_argument("--k", type=int, default=4)
@@ -233,6 +322,13 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/schedule-bench"))
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench/results")))
     args = parser.parse_args()
+    if args.phase == "report":
+        result = report(args.partials, args.out)
+        for r in result["runs"]:
+            print(f"{r['task']:5} lr {r['learning_rate']:g} {r['schedule']:14} T=0.7 {r['T=0.7']['pass_at_1']:.1%} "
+                  f"({r['vs_linear_points_T=0.7']:+.1f} vs linear)  T=1 {r['T=1']['pass_at_1']:.1%} "
+                  f"({r['vs_linear_points_T=1']:+.1f})  {'healthy' if r['healthy'] else r['findings']}")
+        return
     import torch
 
     save(args.out, "machine", {"gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
@@ -243,8 +339,10 @@ def main() -> None:
     elif args.phase in ("recipe", "deviation"):
         for result in run_phase(args.phase, args.work, args.steps, args.out):
             print(json.dumps({k: v for k, v in result.items() if not k.endswith("_curve")}), flush=True)
+    elif args.phase == "eval-shard":
+        eval_shard(args.work, args.shard, args.shards, args.eval_prompts, args.k)
     else:
-        table = evaluate(args.work, args.out, args.eval_prompts, args.k)
+        table = evaluate(args.work, args.out, args.eval_prompts, args.k, args.shards)
         print(json.dumps(table, indent=1))
 
 
