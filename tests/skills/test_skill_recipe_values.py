@@ -76,9 +76,13 @@ def test_recipe_code_keeps_the_schema_defaults() -> None:
     kwargs = recipe_code_kwargs()
     defaults = recipe_defaults()
     shared = set(kwargs) & set(defaults)
-    assert shared >= CORE - {"variant"}
+    assert shared >= CORE - {"variant", "lr_scheduler", "warmup_ratio"}  # these two have TRL names there
     for key in shared:
         assert kwargs[key] == defaults[key], f"references/grpo-recipe.md {key}={kwargs[key]}, schema {defaults[key]}"
+    from llm_finetuning.brief.schedule import Schedule
+
+    schedule = Schedule.of({**defaults, "max_steps": defaults["max_steps"]})
+    assert (kwargs["lr_scheduler_type"], kwargs["warmup_steps"]) == (schedule.trl_type, schedule.warmup_steps)
     assert kwargs["loss_type"] == "grpo" and kwargs["bf16"] is True
 
 
