@@ -40,7 +40,7 @@ def command(run_dir: Path, wait_s: float | None) -> None:
                f"`finetune launch {q} --detach --resume`")
     if wait_s is None:
         sys.exit(EXIT_OK)
-    if wait_for_exit(record, wait_s):
+    if wait_for_exit(run_dir, record, wait_s):
         status = run_status(run_dir)
         click.echo(f"finetune stop: {status['state']} at step {status['step']}; checkpoint {status['checkpoint']}")
     else:

@@ -21,7 +21,6 @@ diagnose rules; no ML library.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -33,7 +32,7 @@ from typing import Any
 
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.launch.checkpoints import last_complete_checkpoint
-from llm_finetuning.records._io import atomic_write_json, utc_now
+from llm_finetuning.records._io import atomic_write_json, read_json_object, utc_now
 from llm_finetuning.render.manifest import load_manifest
 
 PID_FILE = "launch.pid"
@@ -44,9 +43,8 @@ PID_FORMAT = 1
 RUNNING, FINISHED, FAILED, STOPPED, NOT_STARTED = "running", "finished", "failed", "stopped", "not_started"
 LOG_TAIL_LINES = 15
 _LOG_HEADER = "=== finetune launch --detach"  # starts each launch's part of launch.log
-# Command-line words that mark a process as training a run (with the run directory among its arguments):
-# `finetune launch`, `accelerate launch`, and these endings (the worker, the supervisor, launch.sh).
-_LAUNCH_ENDINGS = ("llm_finetuning.launch.worker", "llm_finetuning.launch.detach", "launch.sh")
+# Modules whose command line, with the run directory among its arguments, marks a process training it.
+_LAUNCH_MODULES = ("llm_finetuning.launch.worker", "llm_finetuning.launch.detach")
 
 
 def proc_start_ticks(pid: int) -> int | None:
@@ -62,17 +60,17 @@ def proc_start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _read_record(path: Path) -> dict[str, Any] | None:
+    """A JSON object from launch.pid or launch.exit.json; None when absent or unreadable."""
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_json_object(path, "launch record")
+    except UnusableInput:
         return None
-    return obj if isinstance(obj, dict) else None
 
 
 def read_launch(run_dir: Path) -> dict[str, Any] | None:
     """RUN_DIR/launch.pid, or None when there is none (or it cannot be read as a pid record)."""
-    record = _read_json(Path(run_dir) / PID_FILE)
+    record = _read_record(Path(run_dir) / PID_FILE)
     if record is None or not isinstance(record.get("pid"), int) or not isinstance(record.get("pgid"), int):
         return None
     return record
@@ -85,7 +83,7 @@ def is_alive(record: dict[str, Any]) -> bool:
 
 def read_exit(run_dir: Path, record: dict[str, Any]) -> dict[str, Any] | None:
     """RUN_DIR/launch.exit.json when it was written by the launch `record` describes."""
-    ended = _read_json(Path(run_dir) / EXIT_FILE)
+    ended = _read_record(Path(run_dir) / EXIT_FILE)
     if ended is None or ended.get("pid") != record.get("pid"):
         return None
     if ended.get("start_time_ticks") != record.get("start_time_ticks"):
@@ -106,12 +104,19 @@ def _ancestors() -> set[int]:
     return out
 
 
+def _trains(words: list[str], cwd: Path, run_dir: Path) -> bool:
+    """Whether a command line trains `run_dir`: `finetune launch RUN_DIR`, `accelerate launch ... -m
+    llm_finetuning.launch.worker RUN_DIR`, the detached supervisor, or `bash RUN_DIR/launch.sh`."""
+    named = [(cwd / w).resolve() for w in words[1:] if w and not w.startswith("-")]
+    if Path(words[0]).name in ("bash", "sh") and len(named) >= 1:
+        return named[0] == run_dir / "launch.sh"
+    return run_dir in named and any(w == "launch" or w.endswith(_LAUNCH_MODULES) for w in words)
+
+
 def launch_processes(run_dir: Path, exclude: set[int] | None = None) -> list[int]:
-    """Pids of live processes training `run_dir`: `finetune launch RUN_DIR`, launch.sh, accelerate and the
-    workers, detached or not. Found by command line (an argument that is RUN_DIR or its launch.sh, beside
-    a launch word), so `finetune status` also sees a run launched in the foreground."""
+    """Pids of live processes training `run_dir`, detached or not (see `_trains`), so `finetune status`
+    also sees a run launched in the foreground. This process and its ancestors never count."""
     run_dir = Path(run_dir).resolve()
-    targets = {run_dir, run_dir / "launch.sh"}
     skip = exclude if exclude is not None else _ancestors()
     found = []
     for entry in os.scandir("/proc"):
@@ -119,15 +124,11 @@ def launch_processes(run_dir: Path, exclude: set[int] | None = None) -> list[int
             continue
         pid = int(entry.name)
         try:
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+            words = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
             cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
         except OSError:
             continue
-        words = [a for a in args if a]
-        if not any(w == "launch" or w.endswith(_LAUNCH_ENDINGS) for w in words):
-            continue
-        names_run = any((cwd / w).resolve() in targets for w in words[1:] if not w.startswith("-"))
-        if names_run and proc_start_ticks(pid) is not None:
+        if words and words[0] and _trains(words, cwd, run_dir) and proc_start_ticks(pid) is not None:
             found.append(pid)
     return sorted(found)
 
@@ -197,10 +198,11 @@ def request_stop(run_dir: Path) -> tuple[dict[str, Any], bool]:
     return record, True
 
 
-def wait_for_exit(record: dict[str, Any], timeout: float, poll: float = 0.2) -> bool:
-    """Wait until the recorded supervisor is gone (the run checkpointed and exited); False on timeout."""
+def wait_for_exit(run_dir: Path, record: dict[str, Any], timeout: float, poll: float = 0.2) -> bool:
+    """Wait until the recorded supervisor and every process of the run are gone (the run checkpointed and
+    exited); False on timeout."""
     deadline = time.monotonic() + timeout
-    while is_alive(record):
+    while is_alive(record) or launch_processes(run_dir):
         if time.monotonic() >= deadline:
             return False
         time.sleep(poll)
@@ -385,6 +387,10 @@ def supervise(run_dir: Path, command: list[str]) -> int:
         child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL)
         child_pid = child.pid
         code = child.wait()
+        # launch.sh runs its processes in a session of their own, and a signal can end the shell before its
+        # workers have saved their checkpoint: the run has ended when none of its processes is left.
+        while launch_processes(run_dir):
+            time.sleep(1.0)
     except OSError as exc:
         print(f"finetune launch --detach: cannot start {shlex.join(command)}: {exc}", file=sys.stderr, flush=True)
         code = 127
