@@ -133,12 +133,15 @@ def test_stop_checkpoints_and_resume_detached_finishes(tmp_path: Path, model: Pa
     log = run / "launch.log"
     first = _detach(run)
     wait_until(lambda: bool(metric_steps(run)) or _ended(run), 300, "the first logged step", log)
-    stop = cli("stop", str(run), "--wait", "240", timeout=300)
-    assert stop.returncode == 0, stop.stderr
-    assert f"sent SIGTERM to pid {first}" in stop.stdout and "stopped at step" in stop.stdout
+    stop = cli("stop", str(run))
+    assert stop.returncode == 0 and f"sent SIGTERM to pid {first}" in stop.stdout, stop.stderr
+    again = cli("stop", str(run), "--wait", "240", timeout=300)  # not a second SIGTERM, which skips the checkpoint
+    assert again.returncode == 0, again.stderr
+    assert "a stop was asked" in again.stdout or "has already ended" in again.stdout, again.stdout
 
     status = run_status(run)
-    assert (status["state"], status["rc"]) == ("stopped", 1), status
+    assert (status["state"], status["exit_code"], status["signal"], status["rc"]) == ("stopped", 1, None, 1), status
+    assert "stopped by SIGTERM" in (run / "launch.log").read_text(errors="replace")
     checkpoint = Path(status["checkpoint"])
     assert (checkpoint / "COMPLETE").is_file() and 1 <= status["step"] < 6
     assert json.loads((checkpoint / "trainer_state.json").read_text())["global_step"] == status["step"]

@@ -89,6 +89,9 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
 
         _print_detached(start_detached(run.run_dir, resume))
         return
+    from llm_finetuning.launch.detach import forget_stale_launch
+
+    forget_stale_launch(run.run_dir)
     if plan["how"] == "launch.sh":
         click.echo(f"finetune launch: {plan['command']}", err=True)
         sys.exit(_run_script(run.run_dir, resume))

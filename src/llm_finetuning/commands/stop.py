@@ -23,21 +23,33 @@ from llm_finetuning.errors import EXIT_OK, EXIT_UNUSABLE
               help="Wait up to this many seconds for the checkpoint and the exit, then print the status.")
 def command(run_dir: Path, wait_s: float | None) -> None:
     """Ask the detached run in RUN_DIR to checkpoint and stop (SIGTERM to its process group)."""
-    from llm_finetuning.launch.detach import NothingRuns, request_stop, run_status, wait_for_exit
+    from llm_finetuning.launch.detach import (
+        ALREADY_ASKED,
+        ENDED,
+        NothingRuns,
+        request_stop,
+        run_status,
+        wait_for_exit,
+    )
 
     try:
-        record, signalled = request_stop(run_dir)
+        record, outcome = request_stop(run_dir)
     except NothingRuns as exc:
         click.echo(f"finetune stop: {exc}", err=True)
         sys.exit(EXIT_UNUSABLE)
     q = shlex.quote(str(run_dir))
-    if not signalled:
+    if outcome == ENDED:
         click.echo(f"finetune stop: the run in {run_dir} (pid {record['pid']}) has already ended; "
                    f"see `finetune status {q}`")
         sys.exit(EXIT_OK)
-    click.echo(f"finetune stop: sent SIGTERM to pid {record['pid']} (process group {record['pgid']}); it saves a "
-               f"checkpoint at the end of the current step, then exits. Continue later with "
-               f"`finetune launch {q} --detach --resume`")
+    if outcome == ALREADY_ASKED:
+        click.echo(f"finetune stop: a stop was asked at {record['stop_requested_at']}; pid {record['pid']} is "
+                   f"finishing its step and checkpoint (not signalled again: a second SIGTERM ends it at once, "
+                   f"without the checkpoint; `kill -KILL -- -{record['pgid']}` if it must end now)")
+    else:
+        click.echo(f"finetune stop: sent SIGTERM to pid {record['pid']} (process group {record['pgid']}); it saves "
+                   f"a checkpoint at the end of the current step, then exits. Continue later with "
+                   f"`finetune launch {q} --detach --resume`")
     if wait_s is None:
         sys.exit(EXIT_OK)
     if wait_for_exit(run_dir, record, wait_s):

@@ -143,6 +143,17 @@ def live_run(run_dir: Path) -> int | None:
     return pids[0] if pids else None
 
 
+def forget_stale_launch(run_dir: Path) -> None:
+    """Before a launch in the foreground: drop the records of an earlier detached launch (which has ended,
+    as the caller checked), so `finetune status` judges this run by its own processes and metrics. Kept
+    when this process is that launch's own child (the supervisor runs the plain launch)."""
+    record = read_launch(run_dir)
+    if record is not None and int(record["pgid"]) == os.getpgrp():
+        return
+    for name in (PID_FILE, EXIT_FILE):
+        (Path(run_dir) / name).unlink(missing_ok=True)
+
+
 def start_detached(run_dir: Path, resume: bool) -> dict[str, Any]:
     """Start `finetune launch RUN_DIR [--resume]` under a supervisor in its own session; write launch.pid
     and return it. The caller has verified the run and checked that nothing runs there."""
@@ -175,9 +186,13 @@ class NothingRuns(Exception):
     """`finetune stop` found no detached run in RUN_DIR; the message says what it found instead."""
 
 
-def request_stop(run_dir: Path) -> tuple[dict[str, Any], bool]:
+SIGNALLED, ALREADY_ASKED, ENDED = "signalled", "already_asked", "ended"
+
+
+def request_stop(run_dir: Path) -> tuple[dict[str, Any], str]:
     """SIGTERM to the detached run's process group, recorded in launch.pid first (so `finetune status`
-    says stopped, not failed). Returns (the pid record, whether it was still running)."""
+    says stopped, not failed). Returns the pid record and what happened: SIGNALLED, ALREADY_ASKED (a stop
+    is under way: a second SIGTERM would end the trainer at once, without its checkpoint) or ENDED."""
     run_dir = Path(run_dir)
     record = read_launch(run_dir)
     if record is None:
@@ -188,14 +203,16 @@ def request_stop(run_dir: Path) -> tuple[dict[str, Any], bool]:
         raise NothingRuns(f"nothing runs in {run_dir}: there is no {PID_FILE} (it was never launched with "
                           f"--detach). Fix: start it with `finetune launch {run_dir} --detach`")
     if not is_alive(record):
-        return record, False
+        return record, ENDED
+    if record.get("stop_requested_at"):
+        return record, ALREADY_ASKED
     record = {**record, "stop_requested_at": utc_now(), "stop_signal": "SIGTERM"}
     atomic_write_json(run_dir / PID_FILE, record)
     try:
         os.killpg(int(record["pgid"]), signal.SIGTERM)
     except ProcessLookupError:
-        return record, False
-    return record, True
+        return record, ENDED
+    return record, SIGNALLED
 
 
 def wait_for_exit(run_dir: Path, record: dict[str, Any], timeout: float, poll: float = 0.2) -> bool:
