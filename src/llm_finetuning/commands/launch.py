@@ -60,7 +60,12 @@ def _print_detached(record: dict[str, Any]) -> None:
 @click.option("--plan", "plan_only", is_flag=True,
               help="Verify, print what would run as JSON (with any missing backend), and stop.")
 def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
-    """Verify RUN_DIR (manifest, brief, records, gate, vLLM) and train it with TRL's GRPOTrainer."""
+    """Verify RUN_DIR (manifest, brief, records, gate, vLLM) and train it with TRL's GRPOTrainer.
+
+    In the foreground it returns when training ends: exit 0 trained, 1 refused or stopped by a signal
+    (after a checkpoint), 2 unusable. With --detach it returns at once (exit 0 started) and the run goes
+    on after the shell that started it ends. A run already training in RUN_DIR is refused (exit 1),
+    naming its pid."""
     from llm_finetuning.launch import LaunchRefused, launch_plan, verify_run
     from llm_finetuning.launch.detach import live_run
 

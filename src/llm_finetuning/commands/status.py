@@ -72,7 +72,8 @@ def command(run_dir: Path, as_json: bool) -> None:
     last mean reward, elapsed time, ETA, pid, log and the most serious diagnose finding.
 
     Works for runs launched with --detach (launch.pid, launch.exit.json) and in the foreground (the
-    process table and metrics.jsonl's end marker). A failed run shows the last lines of its log."""
+    process table and metrics.jsonl's end marker). A failed run shows the last lines of its log.
+    Exit 0 running, finished or not started; 1 failed or stopped; 2 not a rendered run directory."""
     from llm_finetuning.launch.detach import FAILED, STOPPED, run_status
 
     try:

@@ -22,7 +22,11 @@ from llm_finetuning.errors import EXIT_OK, EXIT_UNUSABLE
 @click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=None,
               help="Wait up to this many seconds for the checkpoint and the exit, then print the status.")
 def command(run_dir: Path, wait_s: float | None) -> None:
-    """Ask the detached run in RUN_DIR to checkpoint and stop (SIGTERM to its process group)."""
+    """Ask the detached run in RUN_DIR to checkpoint and stop (SIGTERM to its process group).
+
+    The trainer saves a checkpoint at the end of the current step and exits; `finetune status` then says
+    stopped, and `finetune launch RUN_DIR --detach --resume` continues. Exit 0 signalled (or already
+    ended), 2 nothing runs there."""
     from llm_finetuning.launch.detach import (
         ALREADY_ASKED,
         ENDED,

@@ -78,7 +78,8 @@ def read_launch(run_dir: Path) -> dict[str, Any] | None:
 
 def is_alive(record: dict[str, Any]) -> bool:
     """The recorded supervisor still runs: same pid and same start time."""
-    return proc_start_ticks(int(record["pid"])) == record.get("start_time_ticks")
+    ticks = proc_start_ticks(int(record["pid"]))
+    return ticks is not None and ticks == record.get("start_time_ticks")
 
 
 def read_exit(run_dir: Path, record: dict[str, Any]) -> dict[str, Any] | None:
@@ -226,15 +227,19 @@ def wait_for_exit(run_dir: Path, record: dict[str, Any], timeout: float, poll: f
     return True
 
 
-def _max_steps(run_dir: Path) -> int | None:
+def _rendered_config(run_dir: Path) -> tuple[int | None, Path]:
+    """max_steps and the checkpoint folder (output_dir) from the rendered grpo_config.yaml."""
     import yaml
 
     try:
         config = yaml.safe_load((run_dir / "grpo_config.yaml").read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
-        return None
-    value = config.get("max_steps") if isinstance(config, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+        config = None
+    config = config if isinstance(config, dict) else {}
+    max_steps = config.get("max_steps")
+    output_dir = config.get("output_dir")
+    return (max_steps if isinstance(max_steps, int) and not isinstance(max_steps, bool) else None,
+            run_dir / (output_dir if isinstance(output_dir, str) else "checkpoints"))
 
 
 def _progress(traj: Any, max_steps: int | None) -> dict[str, Any]:
@@ -301,7 +306,8 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
     return kept[-lines:]
 
 
-def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, live: list[int]) -> tuple[str, dict[str, Any]]:
+def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, live: list[int],
+           ckpt: Path | None) -> tuple[str, dict[str, Any]]:
     """The state and the facts that decided it (pid, exit record)."""
     facts: dict[str, Any] = {"pid": None, "exit": None}
     if record is not None:
@@ -321,7 +327,6 @@ def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, live: list[i
         return NOT_STARTED, facts
     if traj.ended:
         return FINISHED, facts
-    ckpt = last_complete_checkpoint(run_dir / "checkpoints")
     if ckpt is not None and int(ckpt.name.rsplit("-", 1)[1]) >= traj.last_step:
         return STOPPED, facts  # a signalled run checkpoints at the step it stops on
     return FAILED, facts
@@ -335,14 +340,15 @@ def run_status(run_dir: Path) -> dict[str, Any]:
 
     load_manifest(Path(run_dir))
     run_dir = Path(run_dir).resolve()
-    max_steps = _max_steps(run_dir)
+    max_steps, output_dir = _rendered_config(run_dir)
+    ckpt = last_complete_checkpoint(output_dir)
     record = read_launch(run_dir)
     try:
         traj = load_trajectory(run_dir)
     except UnusableInput:
         traj = None
     live = [] if record is not None and is_alive(record) else launch_processes(run_dir)
-    state, facts = _state(run_dir, record, traj, live)
+    state, facts = _state(run_dir, record, traj, live, ckpt)
     progress: dict[str, Any] = {"step": 0, "reward": None, "elapsed_s": None, "eta_s": None}
     if traj is not None:
         progress = _progress(traj, max_steps)
@@ -351,7 +357,6 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     elif state != RUNNING:
         progress["eta_s"] = None
     log = run_dir / LOG_FILE
-    ckpt = last_complete_checkpoint(run_dir / "checkpoints")
     ended = facts["exit"] or {}
     out: dict[str, Any] = {
         "state": state,
