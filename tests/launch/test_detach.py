@@ -174,6 +174,8 @@ def test_a_killed_worker_is_failed_with_its_log(tmp_path: Path, model: Path) -> 
     assert status["log_tail"] and status["log_tail"][0].startswith("=== finetune launch --detach")
     human = cli("status", str(run)).stdout
     assert "ended with signal SIGKILL" in human and f"last lines of {log}" in human
+    follow = cli("diagnose", str(run), "--follow", "--timeout", "240", "--interval", "0.1", "--no-write", timeout=60)
+    assert "stopped following (run ended without its end marker)" in follow.stderr, follow.stderr
 
     supervisor = _detach(run)  # the whole group is killed: no exit record, the pid is gone
     wait_until(lambda: bool(metric_steps(run)), 300, "the first logged step", log)

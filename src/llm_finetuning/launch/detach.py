@@ -144,6 +144,13 @@ def live_run(run_dir: Path) -> int | None:
     return pids[0] if pids else None
 
 
+def detached_run_ended(run_dir: Path) -> bool:
+    """A detached launch is recorded in RUN_DIR and its supervisor is gone (finished, stopped or failed).
+    False when there is none: a run launched otherwise may still be starting."""
+    record = read_launch(run_dir)
+    return record is not None and not is_alive(record)
+
+
 def forget_stale_launch(run_dir: Path) -> None:
     """Before a launch in the foreground: drop the records of an earlier detached launch (which has ended,
     as the caller checked), so `finetune status` judges this run by its own processes and metrics. Kept
