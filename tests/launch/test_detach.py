@@ -97,6 +97,16 @@ def test_a_refused_run_is_refused_the_same_way_detached(tmp_path: Path, model: P
     assert not (run / "launch.pid").exists() and not (run / "launch.log").exists()
 
 
+def test_detach_refuses_at_once_what_training_would_refuse(tmp_path: Path, model: Path) -> None:
+    run = _rendered(tmp_path, model, max_steps=4)
+    out = cli("launch", str(run), "--detach", "--resume")
+    assert out.returncode == 1 and "--resume: no complete checkpoint in" in out.stderr, out.stderr
+    (run / "checkpoints" / "checkpoint-2").mkdir(parents=True)  # what a killed launch leaves
+    out = cli("launch", str(run), "--detach")
+    assert out.returncode == 1 and "already holds checkpoints of an earlier launch" in out.stderr, out.stderr
+    assert not (run / "launch.pid").exists()
+
+
 @pytest.mark.slow
 def test_detached_run_outlives_the_shell_that_started_it(tmp_path: Path, model: Path) -> None:
     run = _rendered(tmp_path, model, max_steps=4, save_steps=2)

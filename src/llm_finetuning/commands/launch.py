@@ -90,8 +90,12 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
                    err=True)
         sys.exit(EXIT_REJECTED)
     if detach:
-        from llm_finetuning.launch.detach import start_detached
+        from llm_finetuning.launch.detach import detach_problem, start_detached
 
+        problem = detach_problem(run.run_dir, resume)
+        if problem:  # what training would refuse in the background, refused here in the same words
+            click.echo(f"finetune launch: {problem}", err=True)
+            sys.exit(EXIT_REJECTED)
         _print_detached(start_detached(run.run_dir, resume))
         return
     from llm_finetuning.launch.detach import forget_stale_launch

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.launch.checkpoints import last_complete_checkpoint
+from llm_finetuning.launch.checkpoints import last_complete_checkpoint, start_problem
 from llm_finetuning.records._io import atomic_write_json, read_json_object, utc_now
 from llm_finetuning.render.manifest import load_manifest
 
@@ -160,6 +160,12 @@ def forget_stale_launch(run_dir: Path) -> None:
         return
     for name in (PID_FILE, EXIT_FILE):
         (Path(run_dir) / name).unlink(missing_ok=True)
+
+
+def detach_problem(run_dir: Path, resume: bool) -> str | None:
+    """What the detached launch would be refused for once in the background, asked here so the refusal
+    comes at once: the checkpoints (`start_problem`, the check training itself makes)."""
+    return start_problem(_rendered_config(Path(run_dir).resolve())[1], resume)
 
 
 def start_detached(run_dir: Path, resume: bool) -> dict[str, Any]:
