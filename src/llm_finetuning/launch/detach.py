@@ -4,7 +4,8 @@ An agent's shell stops a command after a few minutes; a training run takes longe
 --detach` verifies the run in the foreground, then starts a supervisor in its own session
 (`python -m llm_finetuning.launch.detach RUN_DIR -- CMD...`, stdin /dev/null) and returns. The supervisor
 runs CMD (the plain `finetune launch RUN_DIR [--resume]`, which verifies again and trains in process or
-through launch.sh) in its own process group, waits for it and records how it ended. Files in RUN_DIR:
+through launch.sh) in the session's process group, so one SIGTERM to the group from `finetune stop`
+reaches the trainer; it waits for the run and records how it ended. Linux only (/proc). Files in RUN_DIR:
 
 - `launch.pid`: JSON written atomically by the launcher: `pid` and `pgid` of the supervisor, its
   `start_time_ticks` (field 22 of /proc/PID/stat, so a reused pid is not mistaken for the run),
@@ -119,7 +120,9 @@ def launch_processes(run_dir: Path, exclude: set[int] | None = None) -> list[int
     also sees a run launched in the foreground. This process and its ancestors never count."""
     run_dir = Path(run_dir).resolve()
     skip = exclude if exclude is not None else _ancestors()
-    found = []
+    found: list[int] = []
+    if not os.path.isdir("/proc"):
+        return found
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) in skip:
             continue
