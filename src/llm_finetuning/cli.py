@@ -22,6 +22,8 @@ VERBS: dict[str, str] = {
     "score": "score",
     "render": "render",
     "launch": "launch",
+    "status": "status",
+    "stop": "stop",
     "diagnose": "diagnose",
     "memory": "memory",
     "demo": "demo",
@@ -45,7 +47,8 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="finetune")
 def cli() -> None:
-    """Gated GRPO/RLVR fine-tuning: check a brief, pass the Phase 1 gate, render, launch, diagnose."""
+    """Gated GRPO/RLVR fine-tuning: check a brief, pass the Phase 1 gate, render, launch (in the background
+    with --detach; then status and stop), diagnose."""
 
 
 def main() -> None:

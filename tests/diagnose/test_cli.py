@@ -139,6 +139,13 @@ def test_follow_reports_findings_as_they_appear_and_stops_at_the_end_marker(tmp_
     assert [f.id for f in result.findings] == ["truncation"]
 
 
+def test_follow_stops_when_the_run_ended_without_its_end_marker(tmp_path: Path) -> None:
+    run = synth.write_run(tmp_path / "run", synth.all_fail(), ended=False)
+    result = follow(run, RunContext(), lambda f, t: None, interval=0.02, timeout=20, run_ended=lambda: True)
+    assert result.stopped == "run ended without its end marker" and result.trajectory is not None
+    assert [f.id for f in result.findings] == ["no_signal_all_fail"]
+
+
 def test_follow_cli_times_out_on_a_run_that_never_ends(tmp_path: Path) -> None:
     run = synth.write_run(tmp_path / "run", synth.all_fail(), ended=False)
     code, out, err = invoke(str(run), "--follow", "--interval", "0.05", "--timeout", "0.2", "--json")

@@ -126,3 +126,30 @@ def copy_model(src: Path, dst: Path) -> Path:
     if not dst.exists():
         shutil.copytree(src, dst)
     return dst
+
+
+def cli(*args: str, timeout: float = 120) -> Ran:
+    """The real `finetune` CLI in a child process (what an agent's shell runs)."""
+    out = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", *args], capture_output=True, text=True,
+                         env=child_env(), timeout=timeout)
+    return Ran(out.returncode, out.stdout, out.stderr)
+
+
+def run_status(run_dir: Path) -> dict[str, Any]:
+    """`finetune status RUN_DIR --json` through the real CLI, with its exit code under "rc"."""
+    out = cli("status", str(run_dir), "--json")
+    assert out.returncode in (0, 1), out.stderr
+    status: dict[str, Any] = json.loads(out.stdout)
+    status["rc"] = out.returncode
+    return status
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
+    """Poll `predicate` until it holds; on timeout fail with the run's log."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.3)
+    text = log.read_text(errors="replace")[-3000:] if log.is_file() else "(no log)"
+    raise AssertionError(f"timed out waiting for {what}:\n{text}")

@@ -1,5 +1,8 @@
 """`finetune diagnose RUN_DIR [--json] [--plot FILE.png] [--follow]`: failure modes and the variant to try.
 
+`--follow` watches a live run until its end marker, the end of a detached run's processes (stopped or
+failed: `finetune status` says which), `--timeout` or Ctrl-C.
+
 Exit codes: 0 healthy, 1 findings, 2 unusable input (no run, no logged step). Writes RUN_DIR/diagnosis.json
 (the `--json` object bound to the brief and the metrics file by sha256) unless `--no-write`.
 """
@@ -22,7 +25,7 @@ from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Draw reward, per-reward means, entropy, length and clipped ratio with the findings marked.")
 @click.option("--follow", is_flag=True, help="Watch a live run: re-read the metrics and print findings as they "
-              "appear, until the run's end marker, --timeout or Ctrl-C.")
+              "appear, until the run's end marker, the end of a detached run, --timeout or Ctrl-C.")
 @click.option("--interval", type=click.FloatRange(min=0.01), default=10.0, show_default=True,
               help="Seconds between reads with --follow.")
 @click.option("--timeout", type=click.FloatRange(min=0), default=None,
@@ -61,16 +64,19 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
     if follow:
         from llm_finetuning.diagnose.follow import follow as follow_run
         from llm_finetuning.diagnose.report import finding_line
+        from llm_finetuning.launch.detach import detached_run_ended
 
         click.echo(f"following {run_dir} every {interval:g} s (Ctrl-C to stop)", err=True)
         result = follow_run(run_dir, ctx, lambda f, t: click.echo(finding_line(f, t), err=as_json),
-                            interval=interval, timeout=timeout)
+                            interval=interval, timeout=timeout, run_ended=lambda: detached_run_ended(run_dir))
         if result.trajectory is None:
             fail_unusable(result.last_error or UnusableInput(f"no metrics appeared in {run_dir}",
                                                              "check that the run started", str(run_dir)), as_json)
         traj, findings = result.trajectory, result.findings
         if result.stopped != "ended":
-            click.echo(f"stopped following ({result.stopped}) at step {traj.last_step}", err=True)
+            click.echo(f"stopped following ({result.stopped}) at step {traj.last_step}"
+                       + (f"; see `finetune status {run_dir}`" if result.stopped.startswith("run ended") else ""),
+                       err=True)
     else:
         try:
             traj = load_trajectory(run_dir)

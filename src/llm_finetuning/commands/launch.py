@@ -1,8 +1,10 @@
-"""`finetune launch RUN_DIR [--resume] [--plan]`: re-verify the manifest and the gate, then train.
+"""`finetune launch RUN_DIR [--resume] [--detach] [--plan]`: re-verify the manifest and the gate, then train.
 
-Exit 0 trained to max_steps; 1 refused (an edited rendered file, a changed brief or record, a failing
-gate, a run stopped by a signal after its checkpoint); 2 unusable input (no manifest, vLLM missing).
-Heavy imports happen only after verification, inside llm_finetuning.launch.trainer.
+Exit 0 trained to max_steps (with --detach: started); 1 refused (an edited rendered file, a changed brief
+or record, a failing gate, a run already training in RUN_DIR, a run stopped by a signal after its
+checkpoint); 2 unusable input (no manifest, vLLM missing). Heavy imports happen only after verification,
+inside llm_finetuning.launch.trainer; `--detach` verifies here, then hands the plain launch to a
+supervisor in its own session (llm_finetuning.launch.detach) and returns at once.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -38,15 +42,38 @@ def _run_script(run_dir: Path, resume: bool) -> int:
     return EXIT_REJECTED if code < 0 or code > 2 else code
 
 
+def _print_detached(record: dict[str, Any]) -> None:
+    q = shlex.quote(str(Path(record["log"]).parent))
+    click.echo(f"finetune launch: started in the background, pid {record['pid']}; log {record['log']}")
+    click.echo(f"  watch:  finetune status {q}")
+    click.echo(f"  follow: finetune diagnose {q} --follow --timeout 240")
+    click.echo(f"  stop:   finetune stop {q}   (checkpoints first; continue with "
+               f"finetune launch {q} --detach --resume)")
+
+
 @click.command("launch")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--resume", is_flag=True, help="Continue from the last complete checkpoint.")
+@click.option("--detach", is_flag=True,
+              help="Verify here, then train in the background in its own session (log in RUN_DIR/launch.log, "
+              "pid in RUN_DIR/launch.pid) and return at once; watch with `finetune status`, end with `finetune stop`.")
 @click.option("--plan", "plan_only", is_flag=True,
               help="Verify, print what would run as JSON (with any missing backend), and stop.")
-def command(run_dir: Path, resume: bool, plan_only: bool) -> None:
-    """Verify RUN_DIR (manifest, brief, records, gate, vLLM) and train it with TRL's GRPOTrainer."""
-    from llm_finetuning.launch import LaunchRefused, launch_plan, verify_run
+def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
+    """Verify RUN_DIR (manifest, brief, records, gate, vLLM) and train it with TRL's GRPOTrainer.
 
+    In the foreground it returns when training ends: exit 0 trained, 1 refused or stopped by a signal
+    (after a checkpoint), 2 unusable. With --detach it returns at once (exit 0 started) and the run goes
+    on after the shell that started it ends. A run already training in RUN_DIR is refused (exit 1),
+    naming its pid."""
+    from llm_finetuning.launch import LaunchRefused, launch_plan, verify_run
+    from llm_finetuning.launch.detach import live_run
+
+    running = None if plan_only else live_run(run_dir)
+    if running is not None:
+        click.echo(f"finetune launch: {run_dir} is already training (pid {running}). Fix: wait for it "
+                   f"(`finetune status {run_dir}`) or stop it (`finetune stop {run_dir}`) first", err=True)
+        sys.exit(EXIT_REJECTED)
     try:
         run = verify_run(run_dir, check_backend=not plan_only)
     except LaunchRefused as exc:
@@ -62,6 +89,18 @@ def command(run_dir: Path, resume: bool, plan_only: bool) -> None:
         click.echo(f"finetune launch: this run spans {plan['nodes']} nodes; submit it to SLURM: {plan['command']}",
                    err=True)
         sys.exit(EXIT_REJECTED)
+    if detach:
+        from llm_finetuning.launch.detach import detach_problem, start_detached
+
+        problem = detach_problem(run.run_dir, resume)
+        if problem:  # what training would refuse in the background, refused here in the same words
+            click.echo(f"finetune launch: {problem}", err=True)
+            sys.exit(EXIT_REJECTED)
+        _print_detached(start_detached(run.run_dir, resume))
+        return
+    from llm_finetuning.launch.detach import forget_stale_launch
+
+    forget_stale_launch(run.run_dir)
     if plan["how"] == "launch.sh":
         click.echo(f"finetune launch: {plan['command']}", err=True)
         sys.exit(_run_script(run.run_dir, resume))

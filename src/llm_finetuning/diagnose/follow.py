@@ -1,7 +1,8 @@
 """`finetune diagnose --follow`: re-read a live run's metrics as they grow and report findings as they appear.
 
 Stops when metrics.jsonl gets `finetune launch`'s end marker (`{"event": "end", "step": N}`), when the
-timeout passes, or on Ctrl-C. The clock and sleep are parameters so tests need not wait.
+run's processes have ended without it (a detached run stopped or failed: `run_ended`), when the timeout
+passes, or on Ctrl-C. The clock, sleep and `run_ended` are parameters so tests need not wait.
 """
 
 from __future__ import annotations
@@ -23,21 +24,23 @@ class FollowResult:
 
     trajectory: Trajectory | None
     findings: list[Finding] = field(default_factory=list)
-    stopped: str = ""  # "ended" | "timeout" | "interrupted"
+    stopped: str = ""  # "ended" | "run ended without its end marker" | "timeout" | "interrupted"
     last_error: UnusableInput | None = None
 
 
 def follow(run_dir: Path, ctx: RunContext, on_new: Callable[[Finding, Trajectory], None],
            interval: float = 10.0, timeout: float | None = None,
-           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> FollowResult:
-    """Poll until the end marker, the timeout or Ctrl-C; call `on_new` for each finding id when it first
-    appears (or turns from warning to error)."""
+           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+           run_ended: Callable[[], bool] = lambda: False) -> FollowResult:
+    """Poll until the end marker, the end of the run's processes, the timeout or Ctrl-C; call `on_new` for
+    each finding id when it first appears (or turns from warning to error)."""
     start = clock()
     result = FollowResult(None)
     reported: dict[str, str] = {}
     completions_size = -1
     try:
         while True:
+            gone = run_ended()  # asked before reading, so the last read holds everything the run wrote
             try:
                 traj = load_trajectory(run_dir)
             except UnusableInput as exc:  # no metrics yet, or no step logged yet: wait for the run
@@ -57,6 +60,9 @@ def follow(run_dir: Path, ctx: RunContext, on_new: Callable[[Finding, Trajectory
                 if traj.ended:
                     result.stopped = "ended"
                     return result
+            if gone:
+                result.stopped = "run ended without its end marker"
+                return result
             if timeout is not None and clock() - start >= timeout:
                 result.stopped = "timeout"
                 return result

@@ -3,7 +3,8 @@
 This module stays light (the checks `finetune launch` runs before anything heavy): the manifest, the
 gate again, and the generation backend being installed. `trainer.py` builds and runs the trainer and
 imports torch/transformers/trl inside its functions; `worker.py` is what `accelerate launch` runs in
-each process.
+each process; `detach.py` starts a run in its own session and tells its state (`--detach`, `finetune
+status`, `finetune stop`).
 """
 
 from __future__ import annotations

@@ -24,10 +24,10 @@ from typing import Any
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.checkpoints import (
-    checkpoints,
     commit_checkpoint,
     last_complete_checkpoint,
     set_aside_incomplete,
+    start_problem,
 )
 
 METRICS = "metrics.jsonl"
@@ -296,18 +296,16 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
     training_args.output_dir = str(output_dir)
 
     checkpoint: Path | None = None
+    problem = start_problem(output_dir, resume)
+    if problem:
+        raise LaunchRefused([problem], EXIT_REJECTED)
     if resume:
         set_aside_incomplete(output_dir)
         checkpoint = last_complete_checkpoint(output_dir)
-        if checkpoint is None:
-            raise LaunchRefused([f"--resume: no complete checkpoint in {output_dir}. Fix: launch without --resume "
-                                 "to start from the beginning"], EXIT_REJECTED)
+        assert checkpoint is not None  # start_problem said so
         step = int(checkpoint.name.rsplit("-", 1)[1])
         _truncate_jsonl(run_dir / METRICS, step)
         _truncate_jsonl(run_dir / COMPLETIONS, step)
-    elif any(True for _ in checkpoints(output_dir)):
-        raise LaunchRefused([f"{output_dir} already holds checkpoints of an earlier launch. Fix: continue it with "
-                             "`finetune launch RUN_DIR --resume`, or render into a new RUN_DIR"], EXIT_REJECTED)
     else:
         for name in (METRICS, COMPLETIONS):
             (run_dir / name).unlink(missing_ok=True)

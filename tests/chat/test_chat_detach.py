@@ -1,0 +1,50 @@
+"""The real Claude Code client launches a run detached through its Bash tool: the tool call comes back at
+once with the pid and the commands that watch the run, the chat ends, and the run trains on to its end
+(the tiny random model on CPU, behind the plugin's real launch guard)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("harness", reason="the chat harness (tests/chat/harness.py) is not in this checkout")
+from messages_server import Text, ToolCall  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launch"))
+from launch_cases import copy_model, make_brief  # noqa: E402
+
+pytestmark = [pytest.mark.plugin, pytest.mark.slow]
+
+
+def test_a_detached_launch_returns_within_the_bash_call_and_outlives_the_chat(chat: Any, tiny_model_dir: Path) -> None:
+    model = copy_model(tiny_model_dir, chat.project / "tiny")
+    brief = make_brief(chat.project / "b", model, max_steps=12)
+    assert chat.finetune("render", str(brief), "-o", "run").returncode == 0
+    run = chat.project / "run"
+
+    result = chat.run("Launch the rendered run in ./run and tell me how it goes.", main=[
+        ToolCall("Bash", {"command": "finetune launch run --detach", "description": "Launch the run detached"}),
+        ToolCall("Bash", {"command": "finetune status run --json", "description": "The run's state"}),
+        Text("It is training in the background."),
+    ], timeout=120)
+    assert result.returncode == 0, result.describe()
+    launch, status = result.transcript.calls_to("Bash")
+    pid = json.loads((run / "launch.pid").read_text())["pid"]
+    assert f"started in the background, pid {pid}" in (launch.result or ""), result.describe()
+    assert "finetune diagnose" in (launch.result or "") and "--follow --timeout 240" in (launch.result or "")
+    seen = json.loads(status.result or "{}")
+    assert seen["state"] == "running" and seen["pid"] == pid, result.describe()  # the chat ended; the run had not
+
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and not (run / "launch.exit.json").is_file():
+        time.sleep(0.5)
+    final = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", "status", str(run), "--json"],
+                           capture_output=True, text=True, timeout=60)
+    state = json.loads(final.stdout)
+    assert (state["state"], state["step"], final.returncode) == ("finished", 12, 0), (run / "launch.log").read_text()
