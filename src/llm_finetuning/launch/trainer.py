@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
-from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE
+from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.checkpoints import (
     checkpoints,
@@ -339,6 +340,11 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
 
     tokenizer = _load_tokenizer(resolved, model_path, model_init_kwargs.get("revision"))
     dataset = get_dataset(dataset_args)[script_args.dataset_train_split]
+    try:  # a hub dataset is first seen here: its columns against the rewards', before any model loads
+        require_columns(brief.data["data"], brief.data["rewards"], [dict.fromkeys(dataset.column_names)],
+                        "the training data")
+    except UnusableInput as exc:
+        raise LaunchRefused([exc.line()], EXIT_UNUSABLE) from None
     dataset = _prepare_dataset(dataset, brief.data["data"], tokenizer)
 
     stop = _StopFlag()
