@@ -8,7 +8,7 @@ transformers otherwise; `--endpoint URL` always means the endpoint backend.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from llm_finetuning.errors import UnusableInput
@@ -30,6 +30,7 @@ class SamplingSettings:
     max_prompt_length: int | None = None
     seed: int = 0
     top_p: float = 1.0
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # data.chat_template_kwargs
 
 
 @dataclass

@@ -57,6 +57,7 @@ def settings_from_brief(brief: Any, k: int, seed_offset: int = 0,
         max_completion_length=int(max_completion_length or grpo.get("max_completion_length", 512)),
         max_prompt_length=grpo.get("max_prompt_length"),
         seed=int(grpo.get("seed", 0)) + seed_offset,
+        chat_template_kwargs=dict(brief.section("data").get("chat_template_kwargs") or {}),
     )
 
 

@@ -55,7 +55,7 @@ class TransformersBackend:
         import torch
 
         tok = self.tokenizer
-        texts = [render_prompt(tok, m) for m in conversations]
+        texts = [render_prompt(tok, m, settings.chat_template_kwargs) for m in conversations]
         prompts_per_batch = max(1, self.batch_sequences // settings.k)
         results: list[list[Completion]] = []
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids[0] if self.eos_ids else 0)

@@ -24,6 +24,7 @@ DECIDED_ELSEWHERE = {
     "vllm_gpu_memory_utilization": "hardware.vllm_gpu_memory_utilization", "vllm_server_host": "hardware.generation",
     "vllm_server_port": "hardware.generation", "output_dir": "output_dir", "reward_weights": "rewards[*].weight",
     "bf16": "model.dtype", "fp16": "model.dtype", "model_init_kwargs": "model.dtype", "use_cpu": "hardware.gpus",
+    "chat_template_kwargs": "data.chat_template_kwargs",
 }
 SCALE_REWARDS_ALIASES = {True: "group", False: "none"}
 
