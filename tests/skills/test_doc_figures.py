@@ -108,3 +108,36 @@ def test_memory_tables_take_the_brief_defaults() -> None:
     prose = page.split("<!-- BEGIN GENERATED")[0]
     assert not re.search(r"default recipe with an? \d+-token", prose), "the tables' recipe is the brief's defaults"
     assert f"completion {defaults['max_completion_length']} tokens" in page
+
+
+def _variant_rows(page: Path) -> list[tuple[str, str]]:
+    """(variant, row) for every table row whose first cell is a variant name."""
+    out = []
+    for line in page.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip().strip("`") for c in line.split("|")[1:-1]]
+        if cells and cells[0] in VARIANT_SETTINGS:
+            out.append((cells[0], line))
+    return out
+
+
+@pytest.mark.parametrize("page", [REPO / "docs/readme/render-launch.md"], ids=lambda p: p.name)
+def test_variant_tables_in_the_docs_show_the_renderers_values(page: Path) -> None:
+    import yaml
+
+    rows = _variant_rows(page)
+    assert {v for v, _ in rows} == set(VARIANT_SETTINGS)
+    for variant, row in rows:
+        rendered = {k: v for k, v, _ in VARIANT_SETTINGS[variant]}
+        shown = {k: yaml.safe_load(v) for k, v in re.findall(r"`([a-z_]+): ([^`]+)`", row)}
+        for key, value in shown.items():
+            if key in rendered:
+                if isinstance(rendered[key], float) and isinstance(value, str):
+                    value = float(value)  # YAML 1.1 reads 3e-4 as a string
+                assert value == rendered[key], (page.name, variant, key, value, rendered[key])
+        assert set(shown) & set(rendered), row
+
+
+def test_dapo_clip_ceiling_in_prose() -> None:
+    dapo = {k: v for k, v, _ in VARIANT_SETTINGS["dapo"]}
+    text = " ".join((REPO / "references/variants.md").read_text(encoding="utf-8").split())
+    assert f"a higher ceiling, {dapo['epsilon_high']:g} against 0.2" in text
