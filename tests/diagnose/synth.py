@@ -57,6 +57,19 @@ def entropy_collapse() -> list[dict[str, Any]]:
     return vary(healthy(), entropy=lambda t, r: 0.8 * math.exp(-4 * t))
 
 
+def entropy_rising() -> list[dict[str, Any]]:
+    """Entropy climbs from 0.8 to about 2.6 nats over the run while correctness stays near 0.3: gibberish."""
+    rng = random.Random(2)
+    rows = vary(healthy(), entropy=lambda t, r: 0.8 + 1.8 * t ** 1.5 + rng.uniform(-0.03, 0.03),
+                rewards__exact_match__mean=lambda t, r: 0.3 + rng.uniform(-0.03, 0.03))
+    return vary(rows, reward=lambda t, r: r["rewards/exact_match/mean"])
+
+
+def entropy_recovers() -> list[dict[str, Any]]:
+    """After DAPO: entropy dips, then climbs back to where it started (about 1.1x); correctness rises. Healthy."""
+    return vary(healthy(), entropy=lambda t, r: 0.8 - 0.5 * math.sin(math.pi * t) * (1 - t) + 0.1 * t)
+
+
 def length_bias() -> list[dict[str, Any]]:
     """Length triples; a style reward that pays for length rises with it; correctness stays at 0.3."""
     rng = random.Random(1)

@@ -28,6 +28,14 @@ def test_every_rule_has_a_documented_id() -> None:
     assert all(r.__doc__ for r in RULES)
 
 
+def test_every_finding_is_in_the_diagnose_table() -> None:
+    import re
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "readme" / "diagnose.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([a-z_]+)` \|", page, re.M)
+    assert set(rows) == set(FINDING_IDS), sorted(set(FINDING_IDS) ^ set(rows))
+
+
 def test_entropy_collapse_names_dapo_with_its_settings(tmp_path: Path) -> None:
     found = run_rules(tmp_path, synth.entropy_collapse())
     f = found["entropy_collapse"]
@@ -36,6 +44,32 @@ def test_entropy_collapse_names_dapo_with_its_settings(tmp_path: Path) -> None:
     assert f.brief_edit == "grpo:\n  variant: dapo\n  symptom: entropy_collapse\n"
     assert f.settings["loss_type"] == "dapo" and f.settings["epsilon_high"] == 0.28 and f.settings["beta"] == 0.0
     assert f.steps[-1] == 40 and 1 not in f.steps
+
+
+def test_entropy_that_keeps_rising_with_flat_correctness_is_an_error(tmp_path: Path) -> None:
+    found = run_rules(tmp_path, synth.entropy_rising())
+    assert set(found) == {"entropy_rising"}
+    f = found["entropy_rising"]
+    assert (f.severity, f.variant) == ("error", None)
+    assert f.evidence["entropy_late"] >= R.ENTROPY_RISE_RATIO * f.evidence["entropy_early"]
+    assert f.evidence["trend_corr"] >= R.ENTROPY_RISE_CORR and abs(f.evidence["correctness_change"]) < 0.05
+    assert f.steps[-1] == 40 and 1 not in f.steps
+    assert "half the learning rate" in f.fix and "stop the run" in f.fix
+
+
+def test_entropy_rising_on_dapo_goes_back_to_plain_grpo(tmp_path: Path) -> None:
+    rows = synth.vary(synth.entropy_rising(), rewards__exact_match__mean=lambda t, r: 0.2 + 0.5 * t)
+    rows = synth.vary(rows, reward=lambda t, r: r["rewards/exact_match/mean"])
+    found = run_rules(tmp_path, rows, RunContext(variant="dapo", learning_rate=1e-6))
+    f = found["entropy_rising"]
+    assert f.severity == "warning"  # correctness still improves: watch, do not stop
+    assert f.brief_edit == "grpo:\n  learning_rate: 5e-07\n  variant: grpo\n  symptom: null\n  beta: 0.01\n"
+
+
+def test_entropy_that_recovers_or_eases_is_not_rising(tmp_path: Path) -> None:
+    assert run_rules(tmp_path, synth.entropy_recovers()) == {}
+    bump = synth.vary(synth.healthy(), entropy=lambda t, r: 0.8 + (1.2 if 0.4 < t < 0.5 else 0.0))
+    assert "entropy_rising" not in run_rules(tmp_path, bump)  # one bump is not a climb
 
 
 def test_length_bias_with_a_length_paying_reward_names_dr_grpo(tmp_path: Path) -> None:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.memory import embedded_gguf_path, resolve_shape
+from llm_finetuning.memory import resolve_shape
 from llm_finetuning.memory.gguf_header import GGUFError, read_header, shape_from_gguf
 from llm_finetuning.memory.shapes import lookup
+from llm_finetuning.models import embedded_gguf_path
 
 # Published parameter counts (model cards), in billions.
 PUBLISHED = {
@@ -70,6 +71,9 @@ def test_embedded_gguf_reads_as_smollm2_135m() -> None:
                                            table.intermediate, table.vocab, table.tie_word_embeddings)
     assert shape.params() == pytest.approx(134.5e6, rel=0.001)  # FACTS.md: 134.5 M parameters
     assert resolve_shape("embedded:smollm2-135m-instruct").params() == shape.params()
+    # Without the package the table's shape stands in, and it is the same model.
+    table_embedded = lookup("embedded:smollm2-135m-instruct")
+    assert table_embedded is not None and table_embedded.params() == shape.params()
 
 
 def test_not_a_gguf_file_is_unusable(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ ITEMS = [{"prompt": f"Question {i}: what is {i} + 1?", "completion": f"It is {i 
 
 
 def write_brief(folder: Path, url: str, **args: Any) -> Path:
-    (folder / "train.jsonl").write_text('{"prompt": "p"}\n')
+    (folder / "train.jsonl").write_text('{"prompt": "p", "answer": "1"}\n')  # exact_match below reads answer
     judge_args = {"endpoint": url, "model": "tiny", "rubric": RUBRIC, "max_retries": 0, "timeout_s": 60,
                   "min_agreement": 0.8, **args}
     brief = {"brief": 1, "name": "judge-cal", "method": "grpo", "task": {"summary": "s"},

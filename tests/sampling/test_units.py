@@ -35,8 +35,14 @@ def test_split_falls_back_to_train_and_picks_are_seeded(tmp_path: Path) -> None:
     assert pick_indices(512, 8, 3) == pick_indices(512, 8, 3) != pick_indices(512, 8, 4)
     assert pick_indices(5, 8, 3) == [0, 1, 2, 3, 4]
     bad = copy_example("json-person", tmp_path / "c", **{"data.prompt_field": "question"})
+    from llm_finetuning.brief import load_brief
+
+    _, errors = load_brief(bad)  # `finetune check` reads the first rows: the brief is refused up front
+    assert [e.path for e in errors] == ["data.prompt_field", "data.prompt_field"]
+    brief = load(copy_example("json-person", tmp_path / "d"))
+    brief.data["data"]["prompt_field"] = "question"  # and the loader itself still refuses it
     with pytest.raises(UnusableInput, match="no column 'question'") as exc:
-        load_split(load(bad))
+        load_split(brief)
     assert exc.value.path == "data.prompt_field"
 
 

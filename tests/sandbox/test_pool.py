@@ -42,6 +42,35 @@ def test_a_dead_zygote_fails_pending_jobs_and_is_restarted(second_wall: dict[str
         pool.close()
 
 
+def test_zygotes_start_together_and_each_runs_jobs(second_wall: dict[str, object],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every zygote is launched before the pool waits for the first one's report (a one-off `finetune
+    score` paid each zygote's Python start-up in turn); each then serves jobs."""
+    from llm_finetuning.sandbox import pool as pool_module
+
+    events: list[str] = []
+    launch, handshake = pool_module._Zygote.launch, pool_module._Zygote.handshake
+
+    def recording_launch(config: dict[str, object]) -> object:
+        events.append("launch")
+        return launch(config)
+
+    def recording_handshake(proc: subprocess.Popen[bytes], stderr: object, index: int) -> object:
+        events.append("handshake")
+        return handshake(proc, stderr, index)
+
+    monkeypatch.setattr(pool_module._Zygote, "launch", staticmethod(recording_launch))
+    monkeypatch.setattr(pool_module._Zygote, "handshake", staticmethod(recording_handshake))
+    pool = SandboxPool(max_jobs=3, zygotes=3)
+    try:
+        pool.start()
+        assert events == ["launch"] * 3 + ["handshake"] * 3
+        ok = {"mode": "tests", "solution": "", "tests": [[["probe", ["6 * 7"]]]]}
+        assert [r.status for r in pool.run_many([ok] * 9, Limits(timeout_s=5))] == ["ok"] * 9
+    finally:
+        pool.close()
+
+
 def test_reward_module_imports_no_ml_library() -> None:
     code = ("import sys, llm_finetuning.rewards.unit_tests, llm_finetuning.sandbox\n"
             "bad = [m for m in ('torch', 'transformers', 'trl', 'numpy', 'datasets') if m in sys.modules]\n"

@@ -132,11 +132,15 @@ def test_brief_writing_has_enough_cases_with_reference_briefs() -> None:
 @pytest.mark.parametrize("case", [c for c in suite("brief-writing")["cases"] if "reference_brief" in c],
                          ids=lambda c: c["id"])
 def test_reference_brief_loads_and_keeps_the_recipe(case: dict[str, Any], tmp_path: Path) -> None:
+    from llm_finetuning.brief.columns import needed_columns
+
     raw = yaml.safe_load(case["reference_brief"])
+    # stand-in data: one row holding every column the brief names (check reads them)
+    row = {n.column: "p" for n in needed_columns(raw["data"], raw["rewards"])}
     for key in ("train", "eval"):
         if raw["data"].get(key):
             (tmp_path / raw["data"][key]).parent.mkdir(parents=True, exist_ok=True)
-            (tmp_path / raw["data"][key]).write_text('{"prompt": "p"}\n', encoding="utf-8")
+            (tmp_path / raw["data"][key]).write_text(json.dumps(row) + "\n", encoding="utf-8")
     path = tmp_path / "brief.yaml"
     path.write_text(case["reference_brief"], encoding="utf-8")
     brief, errors = load_brief(path)

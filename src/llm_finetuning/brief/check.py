@@ -14,6 +14,7 @@ import jsonschema
 from jsonschema import Draft202012Validator
 
 from llm_finetuning.brief import apply_defaults, schema
+from llm_finetuning.brief.columns import check_data_columns
 from llm_finetuning.errors import BriefError, format_path, short_repr
 from llm_finetuning.rewards import registry
 
@@ -245,7 +246,10 @@ def check_brief(raw: dict[str, Any], folder: Path) -> list[BriefError]:
         raw_model = raw.get("model") if isinstance(raw.get("model"), dict) else {}
         errors += _check_model(sections["model"], raw_model or {}, folder)
     if isinstance(sections["data"], dict):
-        errors += _check_data(sections["data"], folder)
+        data_errors = _check_data(sections["data"], folder)
+        errors += data_errors
+        if not data_errors and isinstance(data.get("rewards"), list):
+            errors += check_data_columns(sections["data"], data["rewards"], folder)
     if isinstance(data.get("rewards"), list):
         errors += _check_rewards(data["rewards"], folder)
     if isinstance(sections["grpo"], dict):

@@ -11,6 +11,18 @@ from llm_finetuning.commands._common import fail_brief, fail_unusable
 from llm_finetuning.errors import UnusableInput
 
 
+def _note_missing_embedded_model(model: dict[str, object]) -> None:
+    """A valid brief whose embedded model is not installed: say so now, not at the first sampling verb."""
+    from llm_finetuning.models import EMBEDDED_ID, embedded_gguf_path
+
+    if model.get("id") != EMBEDDED_ID:
+        return
+    try:
+        embedded_gguf_path()
+    except UnusableInput as exc:
+        click.echo(f"note: {exc.line()} (before gate, baseline, inspect or launch)", err=True)
+
+
 @click.command("check")
 @click.argument("brief", type=click.Path(dir_okay=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
@@ -25,6 +37,7 @@ def command(brief: Path, as_json: bool) -> None:
     if errors:
         fail_brief(errors, brief, as_json)
     assert loaded is not None
+    _note_missing_embedded_model(loaded.section("model"))
     if as_json:
         click.echo(json.dumps({"valid": True, "errors": [], "name": loaded.name, "sha256": loaded.sha256}))
     else:

@@ -46,7 +46,10 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
     except ImportError:
         fail_unusable(UnusableInput("the Phase 1 gate (llm_finetuning.gate) is not installed",
                                     "install a complete llm-finetuning"), as_json)
-    report = run_gate(brief)
+    try:
+        report = run_gate(brief)
+    except UnusableInput as exc:
+        fail_unusable(exc, as_json)
     if not report.passed:
         if as_json:
             click.echo(json.dumps({"rendered": False, "gate": report.to_json()}))

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.commands._common import fail_unusable, load_checked_brief
 from llm_finetuning.errors import EXIT_OK, UnusableInput
 
@@ -81,6 +82,7 @@ def command(brief: Path, completions: Path, as_json: bool) -> None:
     loaded = load_checked_brief(str(brief), as_json)
     try:
         rows = read_rows(completions)
+        require_columns(loaded.section("data"), loaded.data["rewards"], rows, str(completions), prompt=False)
     except UnusableInput as exc:
         fail_unusable(exc, as_json)
 

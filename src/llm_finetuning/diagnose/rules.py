@@ -37,6 +37,11 @@ ENTROPY_COLLAPSE_RATIO = 0.35
 # ...or has fallen below this many nats per token (from an early median at least twice as high).
 ENTROPY_FLOOR = 0.05
 
+# entropy_rising: the late-window median entropy is at least this multiple of the early-window median...
+ENTROPY_RISE_RATIO = 1.5
+# ...and entropy climbed with the steps (correlation at least this), not one bump: it keeps rising.
+ENTROPY_RISE_CORR = 0.6
+
 # length_reward_correlation: mean completion length rose by at least this share (fitted line, first to last
 # step) with at least this correlation against the step...
 LENGTH_RISE_MIN = 0.20
@@ -169,6 +174,44 @@ def entropy_collapse(traj: Trajectory, ctx: RunContext) -> Finding | None:
                    "Switch to DAPO: clip-higher (epsilon_high 0.28) keeps low-probability tokens explorable, no KL "
                    "penalty, truncated completions masked; rerun from the same start.",
                    _variant_edit("dapo", "entropy_collapse"), variant_settings("dapo"))
+
+
+def entropy_rising(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Token entropy keeps climbing: the policy drifts toward noise, and long GRPO runs end in gibberish
+    (verl#2738). Not a variant's symptom: slow the policy down (learning rate, clip-higher, KL)."""
+    ent = traj.series("entropy")
+    if len(ent) < MIN_TREND_POINTS:
+        return None
+    early, late, k = _early_late(ent)
+    if early <= 0 or late < ENTROPY_RISE_RATIO * early:
+        return None
+    trend = pearson([float(s) for s in ent.steps], ent.values)
+    if trend is None or trend < ENTROPY_RISE_CORR:
+        return None
+    threshold = ENTROPY_RISE_RATIO * early
+    steps = [s for s, v in zip(ent.steps, ent.values, strict=True) if v >= threshold] or list(ent.steps[-k:])
+    correct_name, correct = correctness_series(traj, ctx)
+    gain = fitted_change([float(s) for s in correct.steps], correct.values) if len(correct) >= MIN_TREND_POINTS else None
+    learning = gain is not None and gain > CORRECTNESS_FLAT
+    message = (f"entropy rose from {fmt(early)} (median of the first {k} logs) to {fmt(late)} (last {k}), "
+               f"{late / early:.1f}x its start, climbing with the steps (corr {trend:.2f}); above {fmt(threshold)} at "
+               f"steps {step_ranges(steps, traj.steps)}")
+    if gain is not None:
+        message += f"; {correct_name or 'reward'} moved {gain:+.3f}"
+    evidence: dict[str, Any] = {"message": message, "entropy_early": early, "entropy_late": late,
+                                "ratio": late / early, "trend_corr": trend, "correctness_change": gain}
+    lr = ctx.learning_rate
+    lines = ["grpo:"] + ([f"  learning_rate: {lr / 2:g}"] if lr else [])
+    if ctx.variant == "dapo":  # GSPO stays: an MoE model needs it whatever the entropy does
+        lines += ["  variant: grpo", "  symptom: null", "  beta: 0.01"]
+    fix = ("Entropy that keeps rising ends in gibberish: read the latest completions in completions.jsonl, then "
+           "resume from the last checkpoint before the rise with half the learning rate"
+           + ("; DAPO's clip-higher and dropped KL let rare tokens grow unchecked, so go back to plain GRPO "
+              "(beta 0.01)" if ctx.variant == "dapo" else "; keep beta > 0 (the KL term holds the "
+              "policy near the reference)")
+           + ("." if learning else ". Correctness is not improving either, so stop the run now."))
+    return Finding("entropy_rising", WARNING if learning else ERROR, steps, evidence, None, fix,
+                   "\n".join(lines) + "\n" if len(lines) > 1 else None)
 
 
 def length_reward_correlation(traj: Trajectory, ctx: RunContext) -> Finding | None:
@@ -536,12 +579,13 @@ RULES: list[Rule] = [
     no_signal_all_pass,
     zero_loss,
     entropy_collapse,
+    entropy_rising,
     length_reward_correlation,
     reward_hacking,
     kl_blowup,
 ]
 
-FINDING_IDS = ("entropy_collapse", "length_reward_correlation", "moe_instability", "no_signal_all_fail",
+FINDING_IDS = ("entropy_collapse", "entropy_rising", "length_reward_correlation", "moe_instability", "no_signal_all_fail",
                "no_signal_all_pass", "truncation", "reward_hacking", "kl_blowup", "zero_loss")
 
 

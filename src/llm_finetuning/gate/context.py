@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.errors import UnusableInput
 from llm_finetuning.records.problem import Problem
 
 MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
@@ -106,11 +107,18 @@ def _load_model_config(brief: Any) -> dict[str, Any] | None:
 
 
 def _model_identity(brief: Any) -> str | None:
-    """The model's identity as `finetune baseline`/`inspect` bind it (hashes cached by size and mtime)."""
+    """The model's identity as `finetune baseline`/`inspect` bind it (hashes cached by size and mtime).
+
+    A model that is not there (the embedded model without its package, a local folder that is gone)
+    raises UnusableInput: the gate cannot vouch for records of a model it cannot find.
+    """
+    from llm_finetuning.models import model_identity
+
     try:
-        model_identity = importlib.import_module("llm_finetuning.models").model_identity
-        return str(model_identity(brief.section("model"), brief.folder))
-    except Exception:  # noqa: BLE001 - without it the records' model fields are still compared
+        return model_identity(brief.section("model"), brief.folder)
+    except UnusableInput:
+        raise
+    except OSError:  # an unreadable hash cache or file: the records' model fields are still compared
         return None
 
 
@@ -121,8 +129,10 @@ def _load_memory(brief: Any) -> tuple[Any, str]:
         return None, "the memory estimator (llm_finetuning.memory.estimate_brief) is not available"
     try:
         return estimate_brief(brief.data, brief.folder), ""
+    except UnusableInput as exc:
+        return None, f"the memory estimate could not be made: {exc.line()}"
     except Exception as exc:  # noqa: BLE001 - an estimator failure must not hide the other checks
-        return None, f"the memory estimate failed: {exc}"
+        return None, f"the memory estimate failed: {type(exc).__name__}: {exc}"
 
 
 def load_context(brief: Any) -> GateContext:

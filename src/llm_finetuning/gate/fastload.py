@@ -20,8 +20,8 @@ from llm_finetuning.brief import Brief, sha256_bytes
 from llm_finetuning.records._io import atomic_write_json, cache_dir
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
-CODE_FILES = ("brief/__init__.py", "brief/check.py", "brief/load.py", "brief/brief.schema.json",
-              "rewards/registry.py")
+CODE_FILES = ("brief/__init__.py", "brief/check.py", "brief/columns.py", "brief/load.py",
+              "brief/brief.schema.json", "rewards/registry.py")
 
 
 def _stat(p: Path) -> str:

@@ -9,7 +9,6 @@ status`, `finetune stop`).
 
 from __future__ import annotations
 
-import importlib.util
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +16,7 @@ from typing import Any
 
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
 from llm_finetuning.render.manifest import brief_path, load_manifest, verify_manifest
-
-VLLM_INSTALL = "pip install 'llm-finetuning[vllm]'  (that is trl[vllm]==1.16.0, the vLLM version TRL 1.16 supports)"
+from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
 
 class LaunchRefused(Exception):
@@ -50,11 +48,14 @@ class VerifiedRun:
 
 
 def vllm_problem(generation: str) -> str | None:
-    """A missing vLLM is an error with the install command, never a silent switch to transformers."""
-    if generation == "transformers" or importlib.util.find_spec("vllm") is not None:
+    """A missing vLLM, or one outside the range TRL 1.16 supports, is an error with the install command,
+    never a silent switch to transformers."""
+    if generation == "transformers":
         return None
-    return (f"hardware.generation: {generation} needs vLLM, which is not installed. Fix: {VLLM_INSTALL}; "
-            "or set `hardware.generation: transformers` in the brief (slower generation), then render again.")
+    problem = backend_vllm_problem(f"hardware.generation: {generation}")
+    if problem is None:
+        return None
+    return f"{problem}; or set `hardware.generation: transformers` in the brief (slower generation), then render again."
 
 
 def _gate_problems(bpath: Path, brief: Any, manifest: dict[str, Any]) -> list[str]:

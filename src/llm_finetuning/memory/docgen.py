@@ -1,7 +1,8 @@
-"""Generate the sizing tables of references/grpo-memory.md from the estimator, and check them in CI.
+"""Generate the sizing tables of references/grpo-memory.md and the bytes-per-parameter tables of
+references/lora-qlora.md from the estimator, and check them in CI.
 
-    python -m llm_finetuning.memory.docgen --write   # rewrite the generated block
-    python -m llm_finetuning.memory.docgen --check   # exit 1 when the page is out of date
+    python -m llm_finetuning.memory.docgen --write   # rewrite the generated blocks
+    python -m llm_finetuning.memory.docgen --check   # exit 1 when a page is out of date
 
 Only the text between the BEGIN/END markers is generated; the prose around it is written by hand.
 """
@@ -10,13 +11,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from llm_finetuning.memory.estimator import Settings, estimate
+from llm_finetuning.brief import recipe_defaults
+from llm_finetuning.memory.estimator import GIB, Settings, estimate, state_bytes_per_parameter
 from llm_finetuning.memory.shapes import ModelShape, lookup
 
-PAGE = Path(__file__).resolve().parents[3] / "references" / "grpo-memory.md"
+REFERENCES = Path(__file__).resolve().parents[3] / "references"
+PAGE = REFERENCES / "grpo-memory.md"
+BYTES_PAGE = REFERENCES / "lora-qlora.md"
 BEGIN = "<!-- BEGIN GENERATED: python -m llm_finetuning.memory.docgen --write -->"
 END = "<!-- END GENERATED -->"
 CARDS = (24.0, 48.0, 80.0, 141.0)
@@ -33,12 +38,21 @@ SIZE_CLASSES: list[tuple[str, str]] = [
     ("MoE 30B-A3B", "Qwen/Qwen3-30B-A3B"),
 ]
 
-# The recipe the tables assume (the brief's defaults, with a 1024-token completion budget).
-BASE = Settings(
-    adapter="full", dtype="bfloat16", gpus=1, gpu_memory_gib=80.0, num_generations=8, per_device_batch=8,
-    gradient_accumulation_steps=4, max_completion_length=1024, prompt_tokens=512, beta=0.01,
-    generation="transformers", gradient_checkpointing=True,
-)
+
+
+def recipe_settings() -> Settings:
+    """The recipe the tables assume: the brief schema's defaults, on one GPU with transformers generation."""
+    grpo = recipe_defaults()
+    return Settings(
+        adapter="full", dtype="bfloat16", gpus=1, gpu_memory_gib=80.0, num_generations=grpo["num_generations"],
+        per_device_batch=grpo["per_device_train_batch_size"],
+        gradient_accumulation_steps=grpo["gradient_accumulation_steps"],
+        max_completion_length=grpo["max_completion_length"], prompt_tokens=512, beta=grpo["beta"],
+        generation="transformers", gradient_checkpointing=True,
+    )
+
+
+BASE = recipe_settings()
 
 
 def _shape(model_id: str) -> ModelShape:
@@ -61,10 +75,13 @@ def _cell(shape: ModelShape, s: Settings) -> str:
 
 def render_tables() -> str:
     """The generated Markdown: per-GPU peak by size class and method, and the colocate settings."""
+    b = BASE
     out = [
         "Per-GPU peak in GiB (PyTorch peak reserved plus the CUDA context), and in brackets the smallest of "
-        "24/48/80/141 GiB cards it fits. Recipe: G=8, per-device batch 8, gradient accumulation 4 "
-        "(32 completions generated at once per GPU), prompt 512 + completion 1024 tokens, beta 0.01, "
+        f"24/48/80/141 GiB cards it fits. Recipe (the brief's defaults): G={b.num_generations}, per-device batch "
+        f"{b.per_device_batch}, gradient accumulation {b.gradient_accumulation_steps} "
+        f"({b.per_device_batch * b.gradient_accumulation_steps} completions generated at once per GPU), prompt "
+        f"{b.prompt_tokens} + completion {b.max_completion_length} tokens, beta {b.beta:g}, "
         "gradient checkpointing on, bf16 weights, transformers generation.",
         "",
         "| size class | model | params | full, 1 GPU | full, fp32 load, 1 GPU | full, ZeRO-3 on 8 GPUs "
@@ -113,7 +130,8 @@ def render_tables() -> str:
         ("beta 0 (no reference model)", replace(BASE, beta=0.0)),
         ("weights loaded in float32 (TRL's default for a path)", replace(BASE, dtype="float32")),
         ("per-device batch 4, accumulation 8", replace(BASE, per_device_batch=4, gradient_accumulation_steps=8)),
-        ("completion 2048 tokens", replace(BASE, max_completion_length=2048)),
+        (f"completion {2 * BASE.max_completion_length} tokens",
+         replace(BASE, max_completion_length=2 * BASE.max_completion_length)),
         ("LoRA r16", replace(BASE, adapter="lora")),
         ("ZeRO-2 on 4 GPUs", replace(BASE, gpus=4, distributed="zero2")),
         ("ZeRO-3 on 4 GPUs", replace(BASE, gpus=4, distributed="zero3")),
@@ -124,13 +142,67 @@ def render_tables() -> str:
     return "\n".join(out)
 
 
-def updated_page(text: str) -> str:
+# (label, adapter, dtype, distributed) of the bytes-per-parameter table
+STATE_ROWS: list[tuple[str, str, str, str]] = [
+    ("full, bf16 weights, torch AdamW", "full", "bfloat16", "single"),
+    ("full, weights loaded in float32 (bf16 autocast)", "full", "float32", "single"),
+    ("full, bf16 weights, DeepSpeed ZeRO-2/3 (before sharding)", "full", "bfloat16", "zero3"),
+    ("LoRA, bf16 base", "lora", "bfloat16", "single"),
+    ("QLoRA, NF4 base", "qlora", "bfloat16", "single"),
+]
+SIZES_B = (0.5, 1.5, 7.0, 14.0, 70.0)
+
+
+def state_bytes_total(adapter: str, dtype: str, distributed: str = "single") -> float:
+    """Bytes per model parameter resident for training: all of them for full fine-tuning; the frozen
+    base alone for LoRA/QLoRA (the adapter is under 1% of the model)."""
+    per = state_bytes_per_parameter(adapter, dtype, distributed)
+    return per.weights + (per.gradients + per.optimizer if adapter == "full" else 0.0)
+
+
+def _num(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def render_state_tables() -> str:
+    """The generated Markdown of lora-qlora.md: bytes per parameter, then GiB by model size."""
+    out = [
+        "Bytes per parameter as `finetune memory` counts them (weights; then, per trained parameter, its "
+        "gradient and AdamW state; LoRA/QLoRA train only the adapter, whose figures are per adapter "
+        "parameter).",
+        "",
+        "| setup | weights | gradients | AdamW state | per model parameter |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for label, adapter, dtype, dist in STATE_ROWS:
+        per = state_bytes_per_parameter(adapter, dtype, dist)
+        trained = "" if adapter == "full" else " per adapter parameter"
+        out.append(f"| {label} | {_num(per.weights)} | {_num(per.gradients)}{trained} | {_num(per.optimizer)}{trained} "
+                   f"| {_num(state_bytes_total(adapter, dtype, dist))} |")
+    out += [
+        "",
+        "Weights, gradients and optimizer state in GiB by model size (add activations, the adapter, and for "
+        "GRPO the reference model and the rollouts):",
+        "",
+        "| model size | " + " | ".join(label for label, *_ in STATE_ROWS) + " |",
+        "| --- | " + " | ".join("---:" for _ in STATE_ROWS) + " |",
+    ]
+    for size in SIZES_B:
+        cells = [f"{size * 1e9 * state_bytes_total(a, d, z) / GIB:.1f}" for _, a, d, z in STATE_ROWS]
+        out.append(f"| {size:g}B | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+GENERATED: dict[Path, Callable[[], str]] = {PAGE: render_tables, BYTES_PAGE: render_state_tables}
+
+
+def updated_page(text: str, page: Path = PAGE) -> str:
     """The page with its generated block replaced."""
     if BEGIN not in text or END not in text:
-        raise ValueError(f"{PAGE} lacks the generated-block markers")
+        raise ValueError(f"{page} lacks the generated-block markers")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{render_tables()}\n{END}{tail}"
+    return f"{head}{BEGIN}\n{GENERATED[page]()}\n{END}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,15 +211,16 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--write", action="store_true")
     group.add_argument("--check", action="store_true")
     ns = parser.parse_args(argv)
-    text = PAGE.read_text()
-    new = updated_page(text)
-    if ns.write:
-        PAGE.write_text(new)
-        return 0
-    if new != text:
-        print(f"{PAGE} is out of date: run python -m llm_finetuning.memory.docgen --write", file=sys.stderr)
-        return 1
-    return 0
+    stale = 0
+    for page in GENERATED:
+        text = page.read_text()
+        new = updated_page(text, page)
+        if ns.write:
+            page.write_text(new)
+        elif new != text:
+            print(f"{page} is out of date: run python -m llm_finetuning.memory.docgen --write", file=sys.stderr)
+            stale = 1
+    return stale
 
 
 if __name__ == "__main__":

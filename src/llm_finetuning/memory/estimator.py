@@ -197,6 +197,32 @@ def _gib(nbytes: float) -> float:
     return nbytes / GIB
 
 
+@dataclass(frozen=True)
+class StateBytes:
+    """Bytes per parameter of what training keeps resident: the weights, and for each trained
+    parameter its gradient and AdamW state (for LoRA/QLoRA, per adapter parameter; the base weights
+    are frozen and carry neither)."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+
+
+def state_bytes_per_parameter(adapter: str, dtype: str, distributed: str = "single") -> StateBytes:
+    """What the estimator counts per parameter; references/lora-qlora.md's table is generated from it.
+
+    Full fine-tuning with torch AdamW keeps m and v in each parameter's own dtype and no master copy
+    (bf16: 2 + 2 + 4 bytes; a float32 load: 4 + 4 + 8); DeepSpeed ZeRO-2/3 keeps an fp32 master copy
+    and fp32 moments instead (12 bytes of optimizer state, sharded). PEFT keeps adapters, their
+    gradients and their moments in fp32 (4 + 8); QLoRA's quantised linears take NF4_BYTES.
+    """
+    wb = DTYPE_BYTES[dtype]
+    if adapter == "full":
+        optimizer = ZERO_OPTIMIZER_BYTES if distributed in ("zero2", "zero3") else 2 * wb
+        return StateBytes(weights=wb, gradients=wb, optimizer=optimizer)
+    return StateBytes(weights=NF4_BYTES if adapter == "qlora" else wb, gradients=4, optimizer=8)
+
+
 def _resolve_distributed(s: Settings) -> str:
     if s.gpus <= 1:
         return "single"
@@ -247,25 +273,25 @@ def _core(shape: ModelShape, s: Settings) -> Estimate:
         c["reference_weights"] = _gib(ref)
 
     # Trainable parameters: their gradients and optimizer state
+    per = state_bytes_per_parameter(s.adapter, s.dtype, dist)
+    grad_bytes = per.gradients
     if s.adapter == "full":
         trainable = p
-        grad_bytes = wb
         if dist in ("zero2", "zero3"):
-            grads = trainable * wb / n + ZERO_BUCKET_PARAMS * 2
-            optim = trainable * ZERO_OPTIMIZER_BYTES / n
+            grads = trainable * per.gradients / n + ZERO_BUCKET_PARAMS * 2
+            optim = trainable * per.optimizer / n
         elif dist == "fsdp2":
-            grads = trainable * wb / n
-            optim = trainable * 2 * wb / n
+            grads = trainable * per.gradients / n
+            optim = trainable * per.optimizer / n
         else:
-            grads = trainable * wb
-            optim = trainable * 2 * wb
+            grads = trainable * per.gradients
+            optim = trainable * per.optimizer
             if dist == "ddp":
                 grads *= 2  # DDP's flat reduction buckets copy every gradient
     else:
         trainable = lora_params(shape, s.lora_r)
-        grad_bytes = 4  # PEFT keeps adapters in fp32
-        grads = trainable * grad_bytes * (2 if dist == "ddp" else 1)
-        optim = trainable * 8
+        grads = trainable * per.gradients * (2 if dist == "ddp" else 1)
+        optim = trainable * per.optimizer
     c["optimizer_state"] = _gib(optim)
 
     # Backward peak. What autograd saved is alive when backward starts; on top of it comes first the
@@ -283,7 +309,7 @@ def _core(shape: ModelShape, s: Settings) -> Estimate:
         saved = tokens * per_layer * shape.layers
         layer_work = workspace
     scored = s.per_device_batch * s.max_completion_length  # completion tokens the head scores
-    head_transient = (min(scored, HEAD_TILE_TOKENS) * min(shape.vocab, HEAD_TILE_VOCAB) * act_bytes
+    head_transient: float = (min(scored, HEAD_TILE_TOKENS) * min(shape.vocab, HEAD_TILE_VOCAB) * act_bytes
                       + scored * shape.hidden * HEAD_GRAD_FP32)
     head_grad = head * grad_bytes if s.adapter == "full" else 0
     if s.adapter == "full":

@@ -163,10 +163,15 @@ def known_ids() -> list[str]:
     return [s.name for s in _TABLE]
 
 
+def embedded_shape() -> ModelShape:
+    """The embedded model's shape: SmolLM2-135M's (the GGUF holds that model), no package needed."""
+    return replace(TABLE[_key("HuggingFaceTB/SmolLM2-135M")], name=EMBEDDED_ID)
+
+
 def lookup(model_id: str) -> ModelShape | None:
     """The built-in shape for a hub id (case and -Instruct/-it suffix ignored), or None."""
-    if _key(model_id) == EMBEDDED_ID:
-        return replace(TABLE[_key("HuggingFaceTB/SmolLM2-135M")], name=EMBEDDED_ID)
+    if model_id.strip().lower() == EMBEDDED_ID:
+        return embedded_shape()
     key = _key(model_id)
     if key in TABLE:
         return replace(TABLE[key], name=model_id)

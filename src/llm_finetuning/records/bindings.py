@@ -195,6 +195,8 @@ def current_bindings(brief: Any, model_identity: str | None) -> dict[str, Any]:
         "model": model_binding(brief.section("model"), brief.folder, model_identity),
         "data_source": source,
         "data_sha256": data_sha,
+        # the prompt format the samples were drawn with (a record without it was sampled with none)
+        "chat_template_kwargs": dict(brief.section("data").get("chat_template_kwargs") or {}),
     }
 
 
@@ -244,6 +246,11 @@ def stale_problems(stored: dict[str, Any], current: dict[str, Any], fix: str,
         changed.append(f"model identity {old_model.get('identity')!r} -> {new_model['identity']!r}")
     if changed:
         problems.append(Problem("stale", "model", "the model changed since the record: " + "; ".join(changed), fix))
+    old_kwargs = stored.get("chat_template_kwargs") or {}
+    if old_kwargs != current["chat_template_kwargs"]:
+        problems.append(Problem("stale", "chat_template", "data.chat_template_kwargs changed since the record: "
+                                f"{old_kwargs!r} -> {current['chat_template_kwargs']!r} (the prompts were rendered "
+                                "differently)", fix))
     if check_data and stored.get("data_sha256") != current["data_sha256"]:
         problems.append(Problem("stale", "data", f"the prompts ({current['data_source']}) changed since the record",
                                 fix))

@@ -360,6 +360,8 @@ def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = Non
               "4 x gradient_accumulation_steps for gspo" if variant == "gspo" else "= gradient_accumulation_steps"),
         Entry("max_completion_length", g["max_completion_length"], "grpo.max_completion_length"),
         Entry("temperature", g["temperature"], "grpo.temperature"),
+        Entry("chat_template_kwargs", dict(dsec.get("chat_template_kwargs") or {}),
+              "data.chat_template_kwargs (the prompt format baseline and inspect sampled with)"),
         Entry("gradient_checkpointing", g["gradient_checkpointing"], "grpo.gradient_checkpointing"),
         Entry("bf16", (not topo.cpu) and dtype == "bfloat16", "model.dtype" + (" (CPU run)" if topo.cpu else "")),
         Entry("fp16", (not topo.cpu) and dtype == "float16", "model.dtype" + (" (CPU run)" if topo.cpu else "")),

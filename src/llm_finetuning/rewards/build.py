@@ -180,7 +180,7 @@ def total_of(values: Iterable[float | None], weights: Iterable[float]) -> float 
     return sum(w * v for w, v in pairs) if pairs else None
 
 
-def score_rows(brief: Any, rows: list[dict[str, Any]], *, chunk_size: int = 64,
+def score_rows(brief: Any, rows: list[dict[str, Any]], *, chunk_size: int = 256,
                progress: Callable[[int], None] | None = None, tokenizer: Any = None,
                funcs: tuple[list[RewardFunc], list[float]] | None = None) -> list[dict[str, Any]]:
     """See `llm_finetuning.rewards.score_rows`. `progress(n)` is called after each chunk of n rows."""

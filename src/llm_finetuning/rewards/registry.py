@@ -103,6 +103,20 @@ BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def data_columns(fn: str, args: dict[str, Any]) -> list[tuple[str, str]]:
+    """(argument, column) for every dataset column a built-in reward reads from each row, defaults
+    applied; [] for rewards that read none and for custom rewards (their columns are their own)."""
+    if fn == "exact_match":
+        return [("answer_field", str(args.get("answer_field") or "answer"))]
+    if fn == "json_schema":
+        return [("schema_field", str(args["schema_field"]))] if args.get("schema_field") else []
+    if fn == "unit_tests":
+        if args.get("io_field"):
+            return [("io_field", str(args["io_field"]))]
+        return [("tests_field", str(args.get("tests_field") or "tests"))]
+    return []
+
+
 def builtin_names() -> list[str]:
     return sorted(BUILTINS)
 

@@ -8,12 +8,12 @@ transformers otherwise; `--endpoint URL` always means the endpoint backend.
 
 from __future__ import annotations
 
-import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.sampling.progress import SamplingProgress
+from llm_finetuning.vllm_support import VLLM_INSTALL, installed_vllm_version, vllm_problem
 
 BACKENDS = ("auto", "vllm", "transformers", "endpoint")
 
@@ -30,6 +30,7 @@ class SamplingSettings:
     max_prompt_length: int | None = None
     seed: int = 0
     top_p: float = 1.0
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # data.chat_template_kwargs
 
 
 @dataclass
@@ -61,10 +62,7 @@ class Backend(Protocol):
 
 
 def vllm_installed() -> bool:
-    try:
-        return importlib.util.find_spec("vllm") is not None
-    except (ImportError, ValueError):
-        return False
+    return installed_vllm_version() is not None
 
 
 def cuda_available() -> bool:
@@ -91,7 +89,7 @@ def choose_backend(requested: str, endpoint: str | None, has_vllm: bool, has_cud
     if requested == "vllm":
         if not has_vllm:
             raise UnusableInput("--backend vllm, but vLLM is not installed",
-                                "pip install 'llm-finetuning[vllm]' on a CUDA machine, or use --backend transformers")
+                                f"{VLLM_INSTALL} on a CUDA machine, or use --backend transformers")
         if not has_cuda:
             raise UnusableInput("--backend vllm, but no CUDA GPU is visible (vLLM's offline engine needs one)",
                                 "run on a GPU machine, or use --backend transformers")
@@ -110,6 +108,10 @@ def make_backend(name: str, resolved: Any, dtype: str, endpoint: str | None = No
         assert endpoint is not None
         return EndpointBackend(endpoint, model=endpoint_model)
     if name == "vllm":
+        problem = vllm_problem("sampling with vLLM")
+        if problem is not None:
+            reason, _, fix = problem.partition(" Fix: ")
+            raise UnusableInput(reason, f"{fix}, or use --backend transformers")
         from llm_finetuning.sampling.vllm_backend import VllmBackend
 
         return VllmBackend(resolved, dtype)

@@ -10,15 +10,17 @@ Message = dict[str, str]
 _warned = False
 
 
-def render_prompt(tokenizer: Any, messages: list[Message]) -> str:
-    """The model's chat template with the generation prompt, as GRPO training applies it.
+def render_prompt(tokenizer: Any, messages: list[Message], chat_template_kwargs: dict[str, Any] | None = None) -> str:
+    """The model's chat template with the generation prompt and the brief's `data.chat_template_kwargs`
+    (Qwen3's `enable_thinking`, for instance), as GRPO training applies it.
 
     A tokenizer without a chat template (a base model) gets the contents joined by blank lines, with a
     one-time warning: such a model will rarely follow instructions, which the baseline will show.
     """
     global _warned
     if getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
+                                             **(chat_template_kwargs or {}))
         return str(text)
     if not _warned:
         print("warning: the model's tokenizer has no chat template; prompts are fed as plain text "

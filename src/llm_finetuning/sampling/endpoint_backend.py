@@ -82,6 +82,8 @@ class EndpointBackend:
                 "temperature": settings.temperature, "top_p": settings.top_p,
                 "max_tokens": settings.max_completion_length, "seed": settings.seed + index + attempt * 1_000_003,
             }
+            if settings.chat_template_kwargs:  # vLLM's and SGLang's servers pass these to the chat template
+                payload["chat_template_kwargs"] = settings.chat_template_kwargs
             answer = self._request("POST", "/v1/chat/completions", payload)
             choices = sorted(answer.get("choices") or [], key=lambda c: c.get("index", 0))
             if not choices:

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.sampling.backend import (
     Completion,
     SamplingSettings,
@@ -56,6 +57,7 @@ def settings_from_brief(brief: Any, k: int, seed_offset: int = 0,
         max_completion_length=int(max_completion_length or grpo.get("max_completion_length", 512)),
         max_prompt_length=grpo.get("max_prompt_length"),
         seed=int(grpo.get("seed", 0)) + seed_offset,
+        chat_template_kwargs=dict(brief.section("data").get("chat_template_kwargs") or {}),
     )
 
 
@@ -67,6 +69,8 @@ def sample_brief(brief: Any, *, n_prompts: int, k: int, split: str = "auto", bac
 
     chosen = choose_backend(backend, endpoint, vllm_installed(), cuda_available() if not endpoint else False)
     data_split = load_split(brief, split)
+    require_columns(brief.section("data"), brief.data["rewards"], data_split.rows,
+                    f"{data_split.yaml_path} ({data_split.source})")
     settings = settings_from_brief(brief, k, seed_offset)
     model_section = brief.section("model")
     system_prompt = brief.section("data").get("system_prompt")

@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any
 
+from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.sampling.backend import Completion, Message, SamplingSettings
 from llm_finetuning.sampling.chat import eos_token_ids, render_prompt
 from llm_finetuning.sampling.progress import SamplingProgress
@@ -19,22 +20,6 @@ from llm_finetuning.sampling.progress import SamplingProgress
 # Sequences generated per forward batch (k per prompt); a GPU takes far larger batches than a CPU.
 CPU_BATCH_SEQUENCES = 32
 GPU_BATCH_SEQUENCES = 256
-
-
-def cpu_threads(default: int) -> int:
-    """Threads for CPU generation: $LLM_FINETUNING_CPU_THREADS, else the cores other work leaves idle.
-
-    On an oversubscribed CPU, OpenMP threads wait for each other at every barrier: measured here with a
-    load average of 10 on 2 cores, `generate` ran 8-10x slower on 2 threads than on 1.
-    """
-    env = os.environ.get("LLM_FINETUNING_CPU_THREADS")
-    if env and env.isdigit() and int(env) > 0:
-        return int(env)
-    try:
-        idle = (os.cpu_count() or 1) - os.getloadavg()[0]
-    except OSError:
-        return default
-    return max(1, min(default, int(idle + 0.5)))
 
 
 class TransformersBackend:
@@ -48,7 +33,7 @@ class TransformersBackend:
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if self.device == "cpu":
-            torch.set_num_threads(cpu_threads(torch.get_num_threads()))
+            size_torch_threads(torch, "Sampling")
         self.dtype = dtype if self.device != "cpu" else "float32"
         print(f"Loading {resolved.display} ({self.dtype}, {self.device})...", file=sys.stderr, flush=True)
         self.tokenizer = load_tokenizer(resolved)
@@ -70,7 +55,7 @@ class TransformersBackend:
         import torch
 
         tok = self.tokenizer
-        texts = [render_prompt(tok, m) for m in conversations]
+        texts = [render_prompt(tok, m, settings.chat_template_kwargs) for m in conversations]
         prompts_per_batch = max(1, self.batch_sequences // settings.k)
         results: list[list[Completion]] = []
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids[0] if self.eos_ids else 0)

@@ -58,7 +58,7 @@ class VllmBackend:
 
         token_prompts = []
         for messages in conversations:
-            ids = self.tokenizer(render_prompt(self.tokenizer, messages), add_special_tokens=False)["input_ids"]
+            ids = self.tokenizer(render_prompt(self.tokenizer, messages, settings.chat_template_kwargs), add_special_tokens=False)["input_ids"]
             if settings.max_prompt_length:
                 ids = ids[-settings.max_prompt_length:]
             token_prompts.append({"prompt_token_ids": ids})

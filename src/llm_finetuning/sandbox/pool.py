@@ -108,6 +108,11 @@ class _Zygote:
 
     @classmethod
     def spawn(cls, config: dict[str, Any], index: int) -> _Zygote:
+        return cls.handshake(*cls.launch(config), index)
+
+    @staticmethod
+    def launch(config: dict[str, Any]) -> tuple[subprocess.Popen[bytes], Any]:
+        """Start a zygote process without waiting for it (the pool starts all of them, then waits)."""
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
         proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _ZYGOTE_STUB, marshal.dumps(config).hex()],
@@ -119,6 +124,11 @@ class _Zygote:
             close_fds=True,
             start_new_session=True,
         )
+        return proc, stderr
+
+    @classmethod
+    def handshake(cls, proc: subprocess.Popen[bytes], stderr: Any, index: int) -> _Zygote:
+        """Wait for a launched zygote's report; SandboxError when it failed or refused to start."""
         assert proc.stdout is not None
         try:
             hello = _read_frame(proc.stdout)
@@ -249,8 +259,19 @@ class SandboxPool:
             "memory_cgroup": str(self._memory_cgroup) if self._memory_cgroup else None,
         }
         used = {z.index for z in self._zygotes}
-        for index in [i for i in range(self.zygotes) if i not in used]:
-            self._zygotes.append(_Zygote.spawn({**config, "index": index}, index))
+        # Launch every missing zygote first, then wait for each: they start in parallel (each is a Python
+        # start-up, about 50 ms, which a one-off `finetune score` would otherwise pay once per zygote).
+        launched = [(index, *_Zygote.launch({**config, "index": index}))
+                    for index in range(self.zygotes) if index not in used]
+        try:
+            for index, proc, stderr in launched:
+                self._zygotes.append(_Zygote.handshake(proc, stderr, index))
+        except BaseException:
+            for _, proc, _stderr in launched:
+                if proc.poll() is None and all(z.proc is not proc for z in self._zygotes):
+                    proc.kill()
+                    proc.wait()
+            raise
         self.isolation = self._zygotes[0].isolation
         return self.isolation
 
