@@ -48,3 +48,35 @@ def test_a_detached_launch_returns_within_the_bash_call_and_outlives_the_chat(ch
                            capture_output=True, text=True, timeout=60)
     state = json.loads(final.stdout)
     assert (state["state"], state["step"], final.returncode) == ("finished", 12, 0), (run / "launch.log").read_text()
+
+
+def test_the_model_polls_status_until_the_run_finishes_and_an_edited_run_is_denied(chat: Any,
+                                                                                  tiny_model_dir: Path) -> None:
+    from messages_server import Repeat, Request
+
+    model = copy_model(tiny_model_dir, chat.project / "tiny")
+    brief = make_brief(chat.project / "b", model, max_steps=6)
+    assert chat.finetune("render", str(brief), "-o", "run").returncode == 0
+    assert chat.finetune("render", str(brief), "-o", "edited").returncode == 0
+    config = chat.project / "edited" / "grpo_config.yaml"
+    config.write_text(config.read_text() + "# a hand edit after rendering\n")
+
+    def finished(request: Request) -> bool:
+        return '"state": "finished"' in request.last_tool_result()
+
+    poll = ToolCall("Bash", {"command": "sleep 3; finetune status run --json", "description": "Poll the run"})
+    result = chat.run("Launch ./run and watch it to the end.", main=[
+        ToolCall("Bash", {"command": "finetune launch edited --detach", "description": "Launch the edited run"}),
+        ToolCall("Bash", {"command": "finetune launch run --detach", "description": "Launch the rendered run"}),
+        Repeat(poll, finished, times=60),
+        Text("The run finished."),
+    ], timeout=400)
+    assert result.returncode == 0, result.describe()
+    edited, launch, *polls = result.transcript.calls_to("Bash")
+    assert edited.is_error and "grpo_config.yaml was edited or removed after rendering" in edited.denial_reason
+    assert not (chat.project / "edited" / "launch.pid").exists()
+    assert "started in the background" in (launch.result or ""), result.describe()
+    states = [json.loads(p.result or "{}").get("state") for p in polls]
+    assert states[-1] == "finished" and "running" in states[:-1], states
+    final = json.loads(polls[-1].result or "{}")
+    assert final["step"] == final["max_steps"] == 6 and final["reward"] is not None, final

@@ -47,3 +47,20 @@ def test_readme_session_refused_gate_then_denied_forgery_review_and_launch(chat:
     want = GOLDEN.read_text() if GOLDEN.is_file() else ""
     diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True), str(GOLDEN), "this session"))
     assert not diff, diff + "\nIf the change is intended: pytest tests/chat --update-golden"
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BEGIN = "<!-- BEGIN GENERATED: tests/chat/golden/readme-session.md (pytest tests/chat --update-golden) -->"
+END = "<!-- END GENERATED -->"
+
+
+def test_the_readme_shows_the_recorded_session(update_golden: bool) -> None:
+    text = README.read_text()
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    want = f"{head}{BEGIN}\n{GOLDEN.read_text().rstrip()}\n{END}{tail}"
+    if update_golden:
+        README.write_text(want)
+        text = want
+    assert text == want, "README.md's Claude Code transcript differs from tests/chat/golden/readme-session.md: " \
+                         "pytest tests/chat --update-golden"

@@ -31,7 +31,7 @@ def test_every_rule_has_a_documented_id() -> None:
 def test_every_finding_is_in_the_diagnose_table() -> None:
     import re
 
-    page = (Path(__file__).resolve().parents[2] / "docs" / "readme" / "diagnose.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "diagnose.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `([a-z_]+)` \|", page, re.M)
     assert set(rows) == set(FINDING_IDS), sorted(set(FINDING_IDS) ^ set(rows))
 

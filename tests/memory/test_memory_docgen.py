@@ -19,6 +19,6 @@ def test_readme_calibration_table_matches_the_data() -> None:
     from llm_finetuning.memory.calibration import DEFAULT_FILES, load, table
 
     root = Path(__file__).resolve().parents[2]
-    doc = (root / "docs" / "readme" / "memory.md").read_text()
+    doc = (root / "docs" / "memory.md").read_text()
     files = [root / f for f in DEFAULT_FILES]
     assert table(load(*files)) in doc

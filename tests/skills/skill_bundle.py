@@ -49,5 +49,5 @@ def skill_docs() -> list[Doc]:
 def bundle_docs() -> list[Doc]:
     refs = [p for p in sorted((REPO / "references").glob("*.md")) if p.name not in OTHER_AREAS_PAGES]
     paths = [*(REPO / "skills" / n / "SKILL.md" for n in SKILLS), *sorted((REPO / "agents").glob("*.md")),
-             REPO / "commands/finetune.md", *refs, REPO / "evals/README.md", REPO / "docs/readme/plugin.md"]
+             REPO / "commands/finetune.md", *refs, REPO / "evals/README.md", REPO / "docs/claude-code.md"]
     return [read_doc(p) for p in paths]

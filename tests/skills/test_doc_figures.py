@@ -120,7 +120,7 @@ def _variant_rows(page: Path) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("page", [REPO / "docs/readme/render-launch.md"], ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [REPO / "docs/render-launch.md"], ids=lambda p: p.name)
 def test_variant_tables_in_the_docs_show_the_renderers_values(page: Path) -> None:
     import yaml
 
