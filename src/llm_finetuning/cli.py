@@ -23,6 +23,8 @@ VERBS: dict[str, str] = {
     "render": "render",
     "launch": "launch",
     "diagnose": "diagnose",
+    "eval": "eval_cmd",
+    "export": "export_cmd",
     "memory": "memory",
     "demo": "demo",
 }
@@ -44,7 +46,7 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="finetune")
 def cli() -> None:
-    """Gated GRPO/RLVR fine-tuning: check a brief, pass the Phase 1 gate, render, launch, diagnose."""
+    """Gated GRPO/RLVR fine-tuning: check a brief, pass the Phase 1 gate, render, launch, diagnose, eval, export."""
 
 
 def main() -> None:
