@@ -229,3 +229,19 @@ def test_shipped_example_passes_with_honest_warnings_only(monkeypatch: pytest.Mo
         else:
             name = path.rsplit(".", 1)[1]
             assert record["sampling"][name] != now[name], reason
+
+
+def test_tracker_without_its_package_warns_with_the_install_command(make_brief,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here")
+    brief = make_brief("passing")
+    monkeypatch.chdir(brief.parent)
+    brief.write_text(brief.read_text() + "tracking:\n  report_to: [wandb]\n")
+    report = run_gate(brief)
+    assert report.passed, report.render()
+    warned = [(c.path, c.reason, c.fix) for c in report.warnings if c.id == "tracking"]
+    assert warned == [("tracking.report_to", "wandb: its package (wandb) is not installed here, so the trainer "
+                       "would refuse to start on this machine", "pip install wandb")]

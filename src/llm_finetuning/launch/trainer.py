@@ -291,6 +291,10 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
     script_args, training_args, model_args, dataset_args, _rest = parser.parse_args_and_config(
         argv, return_remaining_strings=True)
 
+    if "tensorboard" in (training_args.report_to or []):  # event files beside metrics.jsonl, not in checkpoints/
+        from llm_finetuning.render.tracking import TENSORBOARD_DIR
+
+        os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / TENSORBOARD_DIR)
     model_path, resolved = _resolve_model(brief, str(model_args.model_name_or_path))
     output_dir = (run_dir / training_args.output_dir).resolve()
     training_args.output_dir = str(output_dir)
