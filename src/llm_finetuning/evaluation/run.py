@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL  # where diagnose reads held-out scores
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.paired import paired_difference, pass_figures
 from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_folder, select_targets
@@ -24,7 +25,6 @@ from llm_finetuning.sampling.backend import SamplingSettings
 
 FORMAT = "llm-finetuning/eval@1"
 EVAL_JSON = "eval.json"
-EVAL_JSONL = "eval.jsonl"
 
 
 @dataclass
@@ -125,23 +125,30 @@ def brief_with_model(brief: Any, folder: Path) -> Any:
 def sample_successes(brief: Any, plan: EvalPlan, desc: str, backend: str = "auto", endpoint: str | None = None,
                      endpoint_model: str | None = None) -> Sampled:
     """Per-prompt successes of `brief`'s model on the plan's prompts and settings (progress on stderr)."""
-    from llm_finetuning.rewards import reward_names
     from llm_finetuning.sampling.chat import chat_template_identity
-    from llm_finetuning.sampling.metrics import is_success, verifier_names
-    from llm_finetuning.sampling.run import sample_brief, score_run
+    from llm_finetuning.sampling.run import sample_brief
 
     run = sample_brief(brief, n_prompts=len(plan.indices), k=plan.settings.k, split=plan.split, backend=backend,
                        endpoint=endpoint, endpoint_model=endpoint_model, desc=desc, indices=plan.indices,
                        settings=plan.settings, system_prompt=plan.system_prompt)
+    successes = scored_successes(brief, run)
+    template = chat_template_identity(run.tokenizer)["sha256"] if run.tokenizer is not None else None
+    return Sampled(successes, run.seconds, run.backend, template)
+
+
+def scored_successes(brief: Any, run: Any) -> list[int]:
+    """Score a sampling run with the brief's rewards; the successes of each prompt (verifier rewards all 1)."""
+    from llm_finetuning.rewards import reward_names
+    from llm_finetuning.sampling.metrics import is_success, verifier_names
+    from llm_finetuning.sampling.run import score_run
+
     try:
         score_run(brief, run)
     except ValueError as exc:  # a reward refused its spec or a row
         raise UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards") from None
     specs = list(brief.data["rewards"])
     verifiers = verifier_names(specs, reward_names(specs))
-    successes = [sum(is_success(s["rewards"], verifiers) for s in p.scores) for p in run.prompts]
-    template = chat_template_identity(run.tokenizer)["sha256"] if run.tokenizer is not None else None
-    return Sampled(successes, run.seconds, run.backend, template)
+    return [sum(is_success(s["rewards"], verifiers) for s in p.scores) for p in run.prompts]
 
 
 def compare(plan: EvalPlan, base: list[int], trained: list[int]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.checkpoints import (
@@ -100,9 +101,21 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
     os.replace(tmp, path)
 
 
-def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool) -> list[Any]:
+def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = None) -> list[Any]:
     import torch
     from transformers import TrainerCallback
+
+    class HeldOutEval(TrainerCallback):  # type: ignore[misc]
+        """The brief's held_out_eval: the policy scored on held-out prompts every N steps (eval.jsonl)."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if state.is_world_process_zero and state.global_step == 0:
+                evaluator.write_base_row()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, processing_class: Any = None,
+                        **kw: Any) -> None:
+            if state.is_world_process_zero and evaluator.due(state.global_step):
+                evaluator.evaluate(model, processing_class, state.global_step)
 
     class MetricsCallback(TrainerCallback):  # type: ignore[misc]
         """metrics.jsonl: one object per TRL log event, `step` and `epoch` first, then `elapsed_s`
@@ -171,7 +184,7 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool) -> list[Any]:
                 self.bar.close()
                 self.bar = None
 
-    out: list[Any] = [MetricsCallback(), StopOnSignal()]
+    out: list[Any] = [MetricsCallback(), StopOnSignal()] + ([HeldOutEval()] if evaluator is not None else [])
     if progress:
         out.append(Progress())
     return out
@@ -256,6 +269,23 @@ def _prepare_dataset(dataset: Any, data: dict[str, Any], tokenizer: Any) -> Any:
     return dataset
 
 
+def _held_out_evaluator(brief: Any, run_dir: Path, training_args: Any) -> Any:
+    """The brief's held_out_eval as an evaluator, or None (off, or a run of several processes, said once)."""
+    from llm_finetuning.errors import UnusableInput
+    from llm_finetuning.evaluation.during import HeldOutEvaluator
+
+    if not int((brief.data.get("held_out_eval") or {}).get("every_steps") or 0):
+        return None
+    if int(getattr(training_args, "world_size", 1)) > 1:
+        print("finetune launch: held_out_eval runs in single-process runs only (the policy is sharded here); "
+              "score the checkpoints afterwards with `finetune eval RUN_DIR --checkpoint all`", file=sys.stderr)
+        return None
+    try:
+        return HeldOutEvaluator.from_brief(brief, run_dir)
+    except UnusableInput as exc:
+        raise LaunchRefused([f"held_out_eval: {exc.line()}"], EXIT_UNUSABLE) from None
+
+
 def _load_tokenizer(resolved: Any, path: str, revision: str | None) -> Any:
     tok = None
     if resolved is not None:
@@ -309,11 +339,12 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         step = int(checkpoint.name.rsplit("-", 1)[1])
         _truncate_jsonl(run_dir / METRICS, step)
         _truncate_jsonl(run_dir / COMPLETIONS, step)
+        _truncate_jsonl(run_dir / EVAL_JSONL, step)
     elif any(True for _ in checkpoints(output_dir)):
         raise LaunchRefused([f"{output_dir} already holds checkpoints of an earlier launch. Fix: continue it with "
                              "`finetune launch RUN_DIR --resume`, or render into a new RUN_DIR"], EXIT_REJECTED)
     else:
-        for name in (METRICS, COMPLETIONS):
+        for name in (METRICS, COMPLETIONS, EVAL_JSONL):
             (run_dir / name).unlink(missing_ok=True)
 
     model_init_kwargs = {
@@ -349,7 +380,7 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
-        callbacks=_callbacks(run_dir, stop, progress),
+        callbacks=_callbacks(run_dir, stop, progress, _held_out_evaluator(brief, run_dir, training_args)),
     )
     trainer._lf_run_dir = run_dir
     from transformers.trainer_callback import PrinterCallback, ProgressCallback

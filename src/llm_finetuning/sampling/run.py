@@ -95,15 +95,9 @@ def sample_brief(brief: Any, *, n_prompts: int, k: int, split: str = "auto", bac
     model_section = brief.section("model")
     if system_prompt is None:
         system_prompt = brief.section("data").get("system_prompt")
-    field_name = str(brief.section("data").get("prompt_field") or "prompt")
     if indices is None:
         indices = pick_indices(len(data_split.rows), n_prompts, settings.seed)
-    elif any(not 0 <= i < len(data_split.rows) for i in indices):
-        raise UnusableInput(f"{data_split.yaml_path} ({data_split.source}) has {len(data_split.rows)} rows; the "
-                            f"prompts to sample name rows up to {max(indices)}",
-                            "run `finetune baseline BRIEF` again on the current data", data_split.yaml_path)
-    prompts = [SampledPrompt(i, data_split.rows[i], build_messages(data_split.rows[i][field_name], system_prompt),
-                             []) for i in indices]
+    prompts = prompts_at(brief, data_split, indices, system_prompt)
     if chosen == "endpoint":
         identity = model_identity(model_section, brief.folder)
         engine = make_backend(chosen, None, str(model_section.get("dtype", "bfloat16")), endpoint, endpoint_model)
@@ -119,6 +113,17 @@ def sample_brief(brief: Any, *, n_prompts: int, k: int, split: str = "auto", bac
         p.completions = group
     return SamplingRun(data_split, prompts, settings, identity, engine.describe(), seconds,
                        getattr(engine, "tokenizer", None))
+
+
+def prompts_at(brief: Any, data_split: DataSplit, indices: list[int], system_prompt: str | None) -> list[SampledPrompt]:
+    """The split's rows at `indices` as prompts to sample, with their chat messages."""
+    if any(not 0 <= i < len(data_split.rows) for i in indices):
+        raise UnusableInput(f"{data_split.yaml_path} ({data_split.source}) has {len(data_split.rows)} rows; the "
+                            f"prompts to sample name rows up to {max(indices)}",
+                            "run `finetune baseline BRIEF` again on the current data", data_split.yaml_path)
+    field_name = str(brief.section("data").get("prompt_field") or "prompt")
+    return [SampledPrompt(i, data_split.rows[i], build_messages(data_split.rows[i][field_name], system_prompt), [])
+            for i in indices]
 
 
 def score_run(brief: Any, run: SamplingRun) -> None:
