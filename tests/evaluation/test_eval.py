@@ -127,3 +127,27 @@ def test_better_beyond_noise_exits_0(full_run: tuple[Path, Path], tmp_path: Path
     code, out, err = run_cli("eval", str(copy / "run"))
     assert code == 0, out + err
     assert "verdict: better beyond the noise" in out
+
+
+def test_trained_model_through_an_openai_compatible_endpoint(full_run: tuple[Path, Path]) -> None:
+    """The endpoint backend samples the served checkpoint with the baseline's settings; the base side is
+    the record's (an endpoint serves one model)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sampling"))
+    from openai_stub import ChatServer
+
+    brief, run = full_run
+    assert run_cli("baseline", str(brief), "--prompts", "3", "--k", "2")[0] == 0
+    record = json.loads((brief.parent / "records" / "baseline.json").read_text())
+    with ChatServer(run / "model") as server:
+        code, out, err = run_cli("eval", str(run), "--endpoint", server.url, "--json")
+    assert code == 1, err
+    assert json.loads(out)["prompts"] == 3 and json.loads(out)["k"] == 2
+    assert len(server.requests) == 3
+    req = server.requests[0]
+    assert (req["n"], req["temperature"], req["max_tokens"]) == (2, record["sampling"]["temperature"], 8)
+    written = json.loads((run / "eval.json").read_text())
+    assert written["backend"]["backend"] == "endpoint" and written["baseline"]["base_source"] == "record"
+    code, _, err = run_cli("eval", str(run), "--endpoint", server.url, "--checkpoint", "all")
+    assert code == 2 and "--endpoint serves one model" in err
