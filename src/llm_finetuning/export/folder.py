@@ -23,6 +23,7 @@ from llm_finetuning.evaluation.targets import (
     folder_sha256,
     merge_adapter,
     run_finished,
+    saved_checkpoints,
     select_targets,
 )
 from llm_finetuning.records._io import atomic_write_json, utc_now
@@ -46,8 +47,7 @@ def choose_target(run_dir: Path, checkpoint: str | None) -> Target:
     """The final model of a finished run, or the named checkpoint; an unfinished run needs one named."""
     if checkpoint is None:
         if not run_finished(run_dir):
-            steps = ", ".join(str(t.step) for t in select_targets(run_dir, "all") if t.step is not None) \
-                if (run_dir / "checkpoints").is_dir() else ""
+            steps = ", ".join(str(t.step) for t in saved_checkpoints(run_dir))
             raise UnusableInput(f"{run_dir} has not finished training (no final model with the end marker in "
                                 f"metrics.jsonl{'; committed checkpoints: ' + steps if steps else ''})",
                                 "export a checkpoint you have evaluated with --checkpoint STEP, or finish the run "
