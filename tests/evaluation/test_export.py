@@ -42,6 +42,7 @@ def test_full_run_exports_a_loadable_folder_with_a_card(full_run: tuple[Path, Pa
     assert "hf upload YOUR-USER/tiny-launch" in out
     assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= {p.name for p in dest.iterdir()}
     assert not (dest / "optimizer.pt").exists() and not (dest / "training_args.bin").exists()
+    assert all(p.stat().st_mode & 0o777 == 0o644 for p in dest.iterdir())  # readable by whoever it is shared with
     _generates(dest)
     card = (dest / "README.md").read_text()
     record = json.loads((brief.parent / "records" / "baseline.json").read_text())

@@ -139,6 +139,8 @@ def export_model(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool,
             "dtype": dtype, "baseline_digest": (ev.baseline or {}).get("digest"),
             "eval": {k: ev.evaluation[k] for k in ("delta_pass_at_1", "ci95", "beyond_noise")} if ev.evaluation else None,
         })
+        for item in tmp.iterdir():  # temporary files are created private; the folder is meant to be shared
+            item.chmod(0o644)
         tmp.chmod(0o755)
         if dest.exists():
             shutil.rmtree(dest)
