@@ -25,6 +25,8 @@ VERBS: dict[str, str] = {
     "status": "status",
     "stop": "stop",
     "diagnose": "diagnose",
+    "eval": "eval_cmd",
+    "export": "export_cmd",
     "memory": "memory",
     "demo": "demo",
     "install-command": "install_command",
@@ -48,7 +50,7 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="finetune")
 def cli() -> None:
     """Gated GRPO/RLVR fine-tuning: check a brief, pass the Phase 1 gate, render, launch (in the background
-    with --detach; then status and stop), diagnose."""
+    with --detach; then status and stop), diagnose, eval, export."""
 
 
 def main() -> None:

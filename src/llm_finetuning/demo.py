@@ -2,19 +2,19 @@
 
 Steps, each the real verb a user would run (so the demo shows the commands, not a shortcut):
 gate without records (rejected, and why) -> gate with the shipped records (passes) -> render ->
-held-out pass@1 before -> launch (GRPO) -> held-out pass@1 after -> diagnose with its plot -> summary.
+launch (GRPO) -> `finetune eval` (held-out pass@1 before and after, paired 95% interval) -> diagnose
+with its plot -> summary.
 The example lives in the checkout's examples/smollm2-json; it runs offline once the packages are in.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ class DemoSummary:
     k: int
     pass_before: float | None = None
     pass_after: float | None = None
+    evaluation: dict[str, Any] = field(default_factory=dict)  # RUN_DIR/eval.json, as `finetune eval` wrote it
     stages: list[Stage] = field(default_factory=list)
     minutes: float = 0.0
 
@@ -59,6 +60,7 @@ class DemoSummary:
         return {
             "work_dir": str(self.work_dir), "run_dir": str(self.run_dir), "eval_prompts": self.eval_prompts,
             "k": self.k, "pass_at_1_before": self.pass_before, "pass_at_1_after": self.pass_after,
+            "ci95": self.evaluation.get("ci95"), "beyond_noise": self.evaluation.get("beyond_noise"),
             "minutes": round(self.minutes, 2),
             "stages": [{"name": s.name, "seconds": round(s.seconds, 1), "ok": s.ok, "note": s.note}
                        for s in self.stages],
@@ -94,34 +96,12 @@ def _prepare_work_dir(work: Path, steps: int | None) -> Path:
     return brief_path
 
 
-def held_out_pass_at_1(brief_path: Path, model_dir: Path | None, n_prompts: int, k: int, desc: str) -> float:
-    """Mean success over k sampled completions for each of n held-out prompts (the brief's temperature)."""
-    from llm_finetuning.brief import load_brief
-    from llm_finetuning.sampling.metrics import is_success, verifier_names
-    from llm_finetuning.sampling.run import sample_brief, score_run
-
-    brief, errors = load_brief(brief_path)
-    if brief is None:
-        raise click.ClickException("; ".join(e.line() for e in errors))
-    if model_dir is not None:
-        data = copy.deepcopy(brief.data)
-        data["model"] = {**data["model"], "id": str(model_dir), "gguf_file": None, "revision": None}
-        brief = replace(brief, data=data)
-    run = sample_brief(brief, n_prompts=n_prompts, k=k, split="eval", backend="transformers", desc=desc)
-    score_run(brief, run)
-    specs = brief.data["rewards"]
-    names = list(run.prompts[0].scores[0]["rewards"]) if run.prompts and run.prompts[0].scores else []
-    verifiers = verifier_names(specs, names)
-    outcomes = [is_success(s["rewards"], verifiers) for p in run.prompts for s in p.scores]
-    return sum(outcomes) / max(1, len(outcomes))
-
-
 def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSummary:
     started = time.monotonic()
     work = work.resolve()
     run_dir = work / "runs" / "demo"
     summary = DemoSummary(work_dir=work, run_dir=run_dir, eval_prompts=eval_prompts, k=k)
-    total = 8
+    total = 7
 
     def stage(i: int, name: str) -> Stage:
         _say("")
@@ -154,26 +134,22 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
     _finetune("render", str(brief), "-o", str(run_dir))
     s.seconds = time.monotonic() - t
 
-    s = stage(5, f"Held-out pass@1 of the base model ({eval_prompts} prompts x {k} samples)")
-    t = time.monotonic()
-    summary.pass_before = held_out_pass_at_1(brief, None, eval_prompts, k, "Held-out (base)")
-    s.note = f"{summary.pass_before:.1%}"
-    _say(f"  base pass@1: {summary.pass_before:.1%}")
-    s.seconds = time.monotonic() - t
-
-    s = stage(6, "Train: GRPO through `finetune launch` (TRL GRPOTrainer, transformers generation, CPU)")
+    s = stage(5, "Train: GRPO through `finetune launch` (TRL GRPOTrainer, transformers generation, CPU)")
     t = time.monotonic()
     _finetune("launch", str(run_dir))
     s.seconds = time.monotonic() - t
 
-    s = stage(7, "Held-out pass@1 of the trained model")
+    s = stage(6, f"Held-out pass@1 before and after: `finetune eval` ({eval_prompts} prompts x {k} samples, "
+                 "the baseline's settings)")
     t = time.monotonic()
-    summary.pass_after = held_out_pass_at_1(brief, run_dir / "model", eval_prompts, k, "Held-out (trained)")
-    s.note = f"{summary.pass_after:.1%}"
-    _say(f"  trained pass@1: {summary.pass_after:.1%}")
+    code = _finetune("eval", str(run_dir), "--prompts", str(eval_prompts), "--k", str(k), expect=(0, 1))
+    summary.evaluation = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+    summary.pass_before = summary.evaluation["base"]["pass_at_1"]
+    summary.pass_after = summary.evaluation["trained"]["pass_at_1"]
+    s.note = f"{summary.pass_before:.1%} -> {summary.pass_after:.1%}" + (" (better beyond noise)" if code == 0 else "")
     s.seconds = time.monotonic() - t
 
-    s = stage(8, "Diagnose the run from its logs, with a plot")
+    s = stage(7, "Diagnose the run from its logs, with a plot")
     t = time.monotonic()
     code = _finetune("diagnose", str(run_dir), "--plot", str(run_dir / "diagnosis.png"), expect=(0, 1))
     s.note = "healthy" if code == 0 else "findings (see above)"
@@ -182,17 +158,3 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
     summary.minutes = (time.monotonic() - started) / 60
     (work / "demo-summary.json").write_text(json.dumps(summary.to_json(), indent=2) + "\n", encoding="utf-8")
     return summary
-
-
-def verdict_line(before: float, after: float, n: int) -> str:
-    """An honest sentence about the change, with the noise of n samples in mind."""
-    delta = after - before
-    # Two standard errors of a difference of two proportions near p, n samples each.
-    p = max(0.05, min(0.95, (before + after) / 2))
-    noise = 2 * (2 * p * (1 - p) / max(1, n)) ** 0.5
-    if delta > noise:
-        return f"pass@1 rose by {delta * 100:.0f} points, more than the sampling noise (about {noise * 100:.0f} points)."
-    if delta < -noise:
-        return f"pass@1 fell by {-delta * 100:.0f} points: look at the diagnosis before trusting this run."
-    return (f"the change ({delta * 100:+.0f} points) is within sampling noise (about {noise * 100:.0f} points): "
-            "this CPU budget is too small for a clear gain; the GPU benchmark (bench/learning_gpu.py) shows one.")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_finetuning.demo import verdict_line
+from llm_finetuning.commands.eval_cmd import verdict_line
 
 
 @pytest.mark.slow
@@ -26,10 +26,11 @@ def test_demo_runs_the_whole_pipeline(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     names = [s["name"] for s in summary["stages"]]
-    assert len(names) == 8
+    assert len(names) == 7
     assert summary["stages"][1]["note"].startswith("rejected")  # the gate refused the brief without records
     assert summary["stages"][2]["note"] == "passed"
     assert 0.0 <= summary["pass_at_1_before"] <= 1.0 and 0.0 <= summary["pass_at_1_after"] <= 1.0
+    assert summary["ci95"][0] <= summary["ci95"][1] and isinstance(summary["beyond_noise"], bool)
     run = Path(summary["run_dir"])
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics if "reward" in m] == [1, 2]
@@ -37,10 +38,16 @@ def test_demo_runs_the_whole_pipeline(tmp_path: Path) -> None:
     assert (run / "model" / "config.json").is_file()
     assert (run / "diagnosis.png").stat().st_size > 10_000
     assert (run / "grpo_config.yaml").is_file() and (run / "manifest.json").is_file()
+    evaluation = json.loads((run / "eval.json").read_text())  # written by `finetune eval`
+    assert evaluation["baseline"]["base_source"] == "sampled"  # k 2 differs from the record's 8
+    assert evaluation["base"]["pass_at_1"] == summary["pass_at_1_before"]
     assert "Phase 1 gate without records" in proc.stderr
 
 
 def test_verdict_line_is_honest_about_noise() -> None:
-    assert "within sampling noise" in verdict_line(0.25, 0.28, 128)
-    assert verdict_line(0.2, 0.6, 128).startswith("pass@1 rose by 40 points")
-    assert "fell" in verdict_line(0.6, 0.2, 128)
+    def result(delta: float, lo: float, hi: float) -> dict[str, object]:
+        return {"delta_pass_at_1": delta, "ci95": [lo, hi], "beyond_noise": lo > 0 or hi < 0}
+
+    assert "not distinguishable from the noise: pass@1 +3.0 points" in verdict_line(result(0.03, -0.05, 0.11))
+    assert verdict_line(result(0.4, 0.3, 0.5)).startswith("better beyond the noise: pass@1 +40.0 points")
+    assert verdict_line(result(-0.4, -0.5, -0.3)).startswith("worse beyond the noise")

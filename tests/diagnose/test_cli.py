@@ -164,3 +164,30 @@ def test_diagnose_imports_no_ml_stack() -> None:
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_follow_reads_held_out_scores_as_training_appends_them(tmp_path: Path) -> None:
+    """held_out_eval appends to eval.jsonl while the run trains: --follow flags reward hacking live."""
+    rows = synth.healthy()
+    run = tmp_path / "run"
+    run.mkdir()
+    metrics, held_out = run / "metrics.jsonl", run / "eval.jsonl"
+
+    def writer() -> None:
+        for row in rows:
+            with metrics.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+            if row["step"] % 10 == 0:  # the policy's held-out score stays flat while training reward rises
+                with held_out.open("a") as fh:
+                    fh.write(json.dumps({"step": row["step"], "score": 0.2, "seconds": 1.0}) + "\n")
+                time.sleep(0.05)
+        with metrics.open("a") as fh:
+            fh.write(json.dumps({"event": "end", "step": rows[-1]["step"]}) + "\n")
+
+    seen: list[str] = []
+    thread = threading.Thread(target=writer)
+    thread.start()
+    result = follow(run, RunContext(), lambda f, t: seen.append(f.id), interval=0.02, timeout=20)
+    thread.join()
+    assert result.stopped == "ended"
+    assert "reward_hacking" in seen and "reward_hacking" in [f.id for f in result.findings]

@@ -4,6 +4,7 @@ makes the sealed record stale or tampered, and the failing line says which."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,80 @@ def test_a_check_that_raises_rejects_the_brief(make_brief, monkeypatch: pytest.M
     assert not report.passed and report.exit_code == 1
     [fail] = report.failures
     assert (fail.id, fail.reason) == ("broken_check", "the check itself failed: KeyError: 'grpo'")
+
+
+def _base_success_warnings(brief: Path) -> list[tuple[str, str, str]]:
+    report = run_gate(brief)
+    assert report.passed, report.render()
+    return [(c.path, c.reason, c.fix) for c in report.warnings if c.id == "base_success_nonzero"]
+
+
+def test_baseline_measured_under_other_settings_warns_naming_each(make_brief,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    brief = make_brief("passing")
+    monkeypatch.chdir(brief.parent)
+    assert _base_success_warnings(brief) == []  # measured under the brief's own settings
+    text = brief.read_text()
+    brief.write_text(text.replace("grpo:\n", "grpo:\n  max_completion_length: 128\n  temperature: 0.7\n", 1))
+    warned = _base_success_warnings(brief)
+    assert [(path, reason) for path, reason, _ in warned] == [
+        ("grpo.max_completion_length", "the baseline was measured with max_completion_length 512; the brief now "
+         "sets grpo.max_completion_length 128: its figures may not hold for this run"),
+        ("grpo.temperature", "the baseline was measured with temperature 1; the brief now sets grpo.temperature "
+         "0.7: its figures may not hold for this run"),
+    ]
+    assert all(fix == "run `finetune baseline brief.yaml` to measure under the brief's settings"
+               for _, _, fix in warned)
+
+
+def test_baseline_without_settings_warns_they_are_unknown(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_finetuning.brief import load_brief
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "records"))
+    from records_builders import build_baseline
+
+    brief = make_brief("passing")
+    monkeypatch.chdir(brief.parent)
+    loaded, _ = load_brief(brief)
+    build_baseline(loaded, settings=False)  # as `finetune baseline` wrote records before settings were bound
+    assert _base_success_warnings(brief) == [(
+        "records.baseline", "the baseline record does not say which max_completion_length, temperature, top_p, "
+        "system_prompt, chat_template it was measured with (an older `finetune baseline` wrote it): whether "
+        "they match the brief is unknown", "run `finetune baseline brief.yaml` to measure under the brief's settings")]
+
+
+def test_shipped_example_passes_with_honest_warnings_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/smollm2-json's record: every settings warning names a real difference or a real unknown."""
+    import json as _json
+
+    from llm_finetuning.brief import load_brief
+    from llm_finetuning.records.baseline import brief_sampling_settings
+
+    example = Path(__file__).parents[2] / "examples" / "smollm2-json"
+    monkeypatch.chdir(example)
+    brief, _ = load_brief(example / "brief.yaml")
+    record = _json.loads((example / "records" / "baseline.json").read_text())
+    now = brief_sampling_settings(brief)
+    for path, reason, _ in _base_success_warnings(example / "brief.yaml"):
+        if path == "records.baseline":
+            unknown = reason.split("which ", 1)[1].split(" it was", 1)[0].split(", ")
+            assert all(name not in record.get("sampling", {}) for name in unknown), reason
+        else:
+            name = path.rsplit(".", 1)[1]
+            assert record["sampling"][name] != now[name], reason
+
+
+def test_tracker_without_its_package_warns_with_the_install_command(make_brief,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here")
+    brief = make_brief("passing")
+    monkeypatch.chdir(brief.parent)
+    brief.write_text(brief.read_text() + "tracking:\n  report_to: [wandb]\n")
+    report = run_gate(brief)
+    assert report.passed, report.render()
+    warned = [(c.path, c.reason, c.fix) for c in report.warnings if c.id == "tracking"]
+    assert warned == [("tracking.report_to", "wandb: its package (wandb) is not installed here, so the trainer "
+                       "would refuse to start on this machine", "pip install wandb")]

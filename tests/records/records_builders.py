@@ -103,15 +103,22 @@ def build_inspection(brief: Any, *, n: int = 64, verdicts: dict[int, str] | None
 
 
 def build_baseline(brief: Any, *, pass_at_k: float = 0.5, pass_at_1: float = 0.2, tie: float = 0.3,
-                   truncated: float = 0.05) -> Path:
-    """A baseline record at the brief's records.baseline with the given figures."""
+                   truncated: float = 0.05, settings: bool = True) -> Path:
+    """A baseline record at the brief's records.baseline with the given figures, measured (`settings`) under
+    the brief's sampling settings, as `finetune baseline` records them; without them, as older records."""
     from llm_finetuning.records.bindings import reward_names
 
     path = brief.resolve(brief.data["records"]["baseline"])
+    extra: dict[str, Any] = {}
+    k = baseline.brief_sampling_settings(brief)["k"] if settings else 8
+    if settings:
+        now = baseline.brief_sampling_settings(brief)
+        extra["sampling"] = {**{k: v for k, v in now.items() if k != "k"},
+                             "chat_template": {"applied": True, "sha256": "0" * 64}}
     record = baseline.make_baseline(
         brief, model_identity=identity(brief), prompts={"source": "data/train.jsonl", "count": 16, "indices": list(range(16))},
-        k=8, pass_at_1=pass_at_1, pass_at_k=pass_at_k,
+        k=k, pass_at_1=pass_at_1, pass_at_k=pass_at_k,
         mean_reward={name: pass_at_1 for name in reward_names(brief.data["rewards"])},
-        frac_groups_all_tie=tie, frac_truncated=truncated)
+        frac_groups_all_tie=tie, frac_truncated=truncated, **extra)
     baseline.write_baseline(path, record)
     return path

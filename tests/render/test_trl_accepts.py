@@ -39,7 +39,7 @@ def test_grpo_config_loads_into_trl_grpoconfig(case: str, rendered: dict[str, Pa
         assert getattr(args, key) == value, key
     # The recipe's values, not TRL 1.16's defaults.
     assert args.model_init_kwargs["dtype"] == cfg["dtype"]
-    assert args.report_to == []
+    assert args.report_to == (cfg.get("report_to") if cfg.get("report_to") != "none" else [])
     assert "loss_type" in cfg and "beta" in cfg and "learning_rate" in cfg
 
 
@@ -96,3 +96,12 @@ def test_render_imports_no_ml_library() -> None:
             "if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", "import json; " + code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_trackers_are_the_ones_transformers_reports_to() -> None:
+    """render.tracking.TRACKERS (what the gate accepts, without importing transformers) against the source."""
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    from llm_finetuning.render.tracking import TRACKERS
+
+    assert set(TRACKERS) == set(INTEGRATION_TO_CALLBACK)

@@ -82,6 +82,27 @@ def test_baseline_record_verifies(tiny_person_brief: Path) -> None:
     assert "Baseline" in result.stderr and "prompts 4/4" in result.stderr  # the progress bar
     brief = load(tiny_person_brief)
     assert verify_baseline(brief, Path(out["path"]), model_identity(brief.section("model"), brief.folder)) == []
+    sampling = out["sampling"]  # the settings the figures were measured under
+    assert (sampling["max_completion_length"], sampling["temperature"], sampling["top_p"]) == (8, 0.7, 1.0)
+    assert sampling["system_prompt"] == brief.section("data").get("system_prompt")
+    assert sampling["chat_template"]["applied"] is True and len(sampling["chat_template"]["sha256"]) == 64
+    assert len(out["per_prompt"]) == 4 and all(0 <= s <= 2 for s in out["per_prompt"])
+
+
+def test_gate_warns_when_the_brief_leaves_the_baselines_settings(tiny_person_brief: Path) -> None:
+    """Issue 22 item 4: a baseline at 8 tokens, then the brief raised to 16: the gate names the difference."""
+    result = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "2", "--k", "2"])
+    assert result.exit_code == 0, result.output
+    text = tiny_person_brief.read_text()
+    tiny_person_brief.write_text(text.replace("max_completion_length: 8", "max_completion_length: 16"))
+    gate = CliRunner().invoke(cli, ["gate", str(tiny_person_brief), "--json"])
+    checks = json.loads(gate.stdout)["checks"]
+    warned = [c for c in checks if c["id"] == "base_success_nonzero" and c["verdict"] == "warn"]
+    assert [c["path"] for c in warned] == ["grpo.max_completion_length", "grpo.num_generations"]
+    assert "measured with max_completion_length 8; the brief now sets grpo.max_completion_length 16" \
+        in warned[0]["reason"]
+    assert "measured with k 2; the brief now sets grpo.num_generations" in warned[1]["reason"]
+    assert all("finetune baseline" in c["fix"] for c in warned)
 
 
 def _png_is_blank(png: bytes) -> bool:

@@ -17,7 +17,6 @@ from llm_finetuning.commands._common import fail_unusable, load_checked_brief
 from llm_finetuning.errors import UnusableInput
 
 DEFAULT_PROMPTS = 32
-DEFAULT_K = 8
 
 
 def backend_options(f: Any) -> Any:
@@ -36,13 +35,21 @@ def build_record(brief: Any, run: Any) -> tuple[dict[str, Any], Any]:
     """The baseline record (through `records.baseline.make_baseline`) and the verdict of a scored run."""
     from llm_finetuning.records.baseline import make_baseline
     from llm_finetuning.rewards import reward_names
-    from llm_finetuning.sampling.metrics import SUCCESS_DEFINITION, baseline_figures, verdict, verifier_names
+    from llm_finetuning.sampling.metrics import (
+        SUCCESS_DEFINITION,
+        baseline_figures,
+        is_success,
+        verdict,
+        verifier_names,
+    )
+    from llm_finetuning.sampling.run import recorded_settings
 
     specs = list(brief.data["rewards"])
     names = reward_names(specs)
     groups = [[{"rewards": s["rewards"], "total": s["total"], "truncated": c.truncated}
                for c, s in zip(p.completions, p.scores, strict=True)] for p in run.prompts]
-    fig = baseline_figures(groups, names, verifier_names(specs, names))
+    verifiers = verifier_names(specs, names)
+    fig = baseline_figures(groups, names, verifiers)
     k = run.settings.k
     v = verdict(fig, k, run.settings.max_completion_length)
     record = make_baseline(
@@ -52,10 +59,9 @@ def build_record(brief: Any, run: Any) -> tuple[dict[str, Any], Any]:
         k=k, pass_at_1=fig["pass_at_1"], pass_at_k=fig["pass_at_k"], mean_reward=fig["mean_reward"],
         frac_groups_all_tie=fig["frac_groups_all_tie"], frac_truncated=fig["frac_truncated"],
         mean_total=fig["mean_total"], successes=fig["successes"], completions=fig["completions"],
-        success_definition=SUCCESS_DEFINITION, verifiers=verifier_names(specs, names),
-        sampling={"temperature": run.settings.temperature,
-                  "max_completion_length": run.settings.max_completion_length,
-                  "seed": run.settings.seed, "seconds": round(run.seconds, 1), **run.backend},
+        success_definition=SUCCESS_DEFINITION, verifiers=verifiers,
+        sampling=recorded_settings(run, brief.section("data").get("system_prompt")),
+        per_prompt=[sum(is_success(c["rewards"], verifiers) for c in g) for g in groups],
         verdict=v.to_json(),
     )
     return record, v
@@ -82,16 +88,19 @@ def _print_human(record: dict[str, Any], verdict: Any, path: Path) -> None:
 @click.argument("brief", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--prompts", "n_prompts", type=click.IntRange(1, 100000), default=DEFAULT_PROMPTS, show_default=True,
               help="Prompts sampled from the eval split (train when there is none).")
-@click.option("--k", "k", type=click.IntRange(1, 1024), default=DEFAULT_K, show_default=True,
-              help="Completions per prompt (pass@k).")
+@click.option("--k", "k", type=click.IntRange(1, 1024), default=None,
+              help="Completions per prompt (pass@k)  [default: grpo.num_generations, the group size GRPO trains "
+                   "with, so the share of all-tied groups describes training's groups]")
 @backend_options
 @click.option("--json", "as_json", is_flag=True, help="Print the record as one JSON object on stdout.")
-def command(brief: Path, n_prompts: int, k: int, endpoint: str | None, endpoint_model: str | None,
+def command(brief: Path, n_prompts: int, k: int | None, endpoint: str | None, endpoint_model: str | None,
             backend: str, as_json: bool) -> None:
     """Sample K completions for N prompts from the base model, score them, write the baseline record."""
     loaded = load_checked_brief(str(brief), as_json)
-    from llm_finetuning.records.baseline import write_baseline
+    from llm_finetuning.records.baseline import brief_sampling_settings, write_baseline
     from llm_finetuning.sampling.run import sample_brief, score_run
+
+    k = k or brief_sampling_settings(loaded)["k"]
 
     try:
         run = sample_brief(loaded, n_prompts=n_prompts, k=k, split="auto", backend=backend, endpoint=endpoint,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm_finetuning.diagnose.context import RunContext
+from llm_finetuning.diagnose.context import EVAL_FILE, RunContext, read_eval
 from llm_finetuning.diagnose.rules import ERROR, Finding, diagnose
 from llm_finetuning.diagnose.trajectory import COMPLETIONS_FILE, Trajectory, load_trajectory, read_completions
 from llm_finetuning.errors import UnusableInput
@@ -38,6 +38,7 @@ def follow(run_dir: Path, ctx: RunContext, on_new: Callable[[Finding, Trajectory
     result = FollowResult(None)
     reported: dict[str, str] = {}
     completions_size = -1
+    eval_size = 0 if ctx.eval_steps else -1  # a file given with --eval stays what it is
     try:
         while True:
             gone = run_ended()  # asked before reading, so the last read holds everything the run wrote
@@ -51,6 +52,13 @@ def follow(run_dir: Path, ctx: RunContext, on_new: Callable[[Finding, Trajectory
                 size = completions.stat().st_size if completions.is_file() else 0
                 if size != completions_size:  # logged completions grow with the run too
                     ctx.completions, completions_size = read_completions(completions), size
+                held_out = traj.source.parent / EVAL_FILE
+                size = held_out.stat().st_size if held_out.is_file() else 0
+                if size != eval_size:  # held_out_eval appends scores while the run trains
+                    if size:
+                        ctx.eval_steps, ctx.eval_scores = read_eval(held_out)
+                        ctx.eval_source = str(held_out)
+                    eval_size = size
                 result.findings = diagnose(traj, ctx)
                 for f in result.findings:
                     before = reported.get(f.id)

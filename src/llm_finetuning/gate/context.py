@@ -44,6 +44,7 @@ class GateContext:
     memory: Any = None
     memory_problem: str = ""
     model_identity: str | None = None  # what the sampling verbs bound into the records (models.model_identity)
+    tracker_installed: dict[str, bool] = field(default_factory=dict)  # tracking.report_to name -> importable here
 
 
 def _load_judge(brief: Any) -> list[str] | None:
@@ -135,6 +136,22 @@ def _load_memory(brief: Any) -> tuple[Any, str]:
         return None, f"the memory estimate failed: {type(exc).__name__}: {exc}"
 
 
+def _trackers_installed(brief: Any) -> dict[str, bool]:
+    """For each known tracker the brief names: is its package importable here (found, not imported)."""
+    import importlib.util
+
+    from llm_finetuning.render.tracking import TRACKERS
+
+    out = {}
+    for name in (brief.data.get("tracking") or {}).get("report_to") or []:
+        if name in TRACKERS:
+            try:
+                out[name] = importlib.util.find_spec(TRACKERS[name][0].split(".")[0]) is not None
+            except (ImportError, ValueError):
+                out[name] = False
+    return out
+
+
 def load_context(brief: Any) -> GateContext:
     """Read every record and fact the checks need for `brief`."""
     from llm_finetuning.gate.trl_fields import FieldsUnavailable, grpo_config_fields
@@ -160,4 +177,5 @@ def load_context(brief: Any) -> GateContext:
     except FieldsUnavailable as exc:
         ctx.trl_problem = str(exc)
     ctx.memory, ctx.memory_problem = _load_memory(brief)
+    ctx.tracker_installed = _trackers_installed(brief)
     return ctx

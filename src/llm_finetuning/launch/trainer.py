@@ -23,6 +23,7 @@ from typing import Any
 
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
+from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.checkpoints import (
@@ -102,9 +103,21 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
     os.replace(tmp, path)
 
 
-def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool) -> list[Any]:
+def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = None) -> list[Any]:
     import torch
     from transformers import TrainerCallback
+
+    class HeldOutEval(TrainerCallback):  # type: ignore[misc]
+        """The brief's held_out_eval: the policy scored on held-out prompts every N steps (eval.jsonl)."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if state.is_world_process_zero and state.global_step == 0:
+                evaluator.write_base_row()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, processing_class: Any = None,
+                        **kw: Any) -> None:
+            if state.is_world_process_zero and evaluator.due(state.global_step):
+                evaluator.evaluate(model, processing_class, state.global_step)
 
     class MetricsCallback(TrainerCallback):  # type: ignore[misc]
         """metrics.jsonl: one object per TRL log event, `step` and `epoch` first, then `elapsed_s`
@@ -173,7 +186,7 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool) -> list[Any]:
                 self.bar.close()
                 self.bar = None
 
-    out: list[Any] = [MetricsCallback(), StopOnSignal()]
+    out: list[Any] = [MetricsCallback(), StopOnSignal()] + ([HeldOutEval()] if evaluator is not None else [])
     if progress:
         out.append(Progress())
     return out
@@ -258,6 +271,23 @@ def _prepare_dataset(dataset: Any, data: dict[str, Any], tokenizer: Any) -> Any:
     return dataset
 
 
+def _held_out_evaluator(brief: Any, run_dir: Path, training_args: Any) -> Any:
+    """The brief's held_out_eval as an evaluator, or None (off, or a run of several processes, said once)."""
+    from llm_finetuning.errors import UnusableInput
+    from llm_finetuning.evaluation.during import HeldOutEvaluator
+
+    if not int((brief.data.get("held_out_eval") or {}).get("every_steps") or 0):
+        return None
+    if int(getattr(training_args, "world_size", 1)) > 1:
+        print("finetune launch: held_out_eval runs in single-process runs only (the policy is sharded here); "
+              "score the checkpoints afterwards with `finetune eval RUN_DIR --checkpoint all`", file=sys.stderr)
+        return None
+    try:
+        return HeldOutEvaluator.from_brief(brief, run_dir)
+    except UnusableInput as exc:
+        raise LaunchRefused([f"held_out_eval: {exc.line()}"], EXIT_UNUSABLE) from None
+
+
 def _load_tokenizer(resolved: Any, path: str, revision: str | None) -> Any:
     tok = None
     if resolved is not None:
@@ -298,6 +328,10 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
     if training_args.use_cpu or not torch.cuda.is_available():
         # generation and training share this process's threads: size them as the sampler does
         size_torch_threads(torch, "Training")
+    if "tensorboard" in (training_args.report_to or []):  # event files beside metrics.jsonl, not in checkpoints/
+        from llm_finetuning.render.tracking import TENSORBOARD_DIR
+
+        os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / TENSORBOARD_DIR)
     model_path, resolved = _resolve_model(brief, str(model_args.model_name_or_path))
     output_dir = (run_dir / training_args.output_dir).resolve()
     training_args.output_dir = str(output_dir)
@@ -313,8 +347,9 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         step = int(checkpoint.name.rsplit("-", 1)[1])
         _truncate_jsonl(run_dir / METRICS, step)
         _truncate_jsonl(run_dir / COMPLETIONS, step)
+        _truncate_jsonl(run_dir / EVAL_JSONL, step)
     else:
-        for name in (METRICS, COMPLETIONS):
+        for name in (METRICS, COMPLETIONS, EVAL_JSONL):
             (run_dir / name).unlink(missing_ok=True)
 
     model_init_kwargs = {
@@ -355,7 +390,7 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
-        callbacks=_callbacks(run_dir, stop, progress),
+        callbacks=_callbacks(run_dir, stop, progress, _held_out_evaluator(brief, run_dir, training_args)),
     )
     trainer._lf_run_dir = run_dir
     from transformers.trainer_callback import PrinterCallback, ProgressCallback

@@ -7,6 +7,10 @@ Format `llm-finetuning/baseline@1` (one JSON object):
 - `pass_at_1`, `pass_at_k` (share of prompts with at least one success among k), `mean_reward`
   {reward name: mean}, `frac_groups_all_tie` (groups whose k rewards are all equal: no GRPO signal),
   `frac_truncated` (completions cut at max_completion_length);
+- `sampling` {temperature, max_completion_length, top_p, system_prompt, chat_template {applied, sha256},
+  seed, backend ...}: the settings the figures were measured under (records written before these were
+  bound lack some; the gate says which are unknown); `per_prompt`: successes of each sampled prompt, in
+  the order of `prompts.indices` (what `finetune eval` pairs the trained model's figures with);
 - `bindings` {model, rewards_spec_sha256, rewards, reward_code_sha256, data_source, data_sha256}:
   what the figures were measured against, verified by the gate like the inspection record's;
 - `digest`: sha256 over all of the above, so a record edited by hand shows as tampered.
@@ -14,6 +18,7 @@ Format `llm-finetuning/baseline@1` (one JSON object):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +30,64 @@ from llm_finetuning.records.problem import Problem
 FORMAT = "llm-finetuning/baseline@1"
 FORMAT_PREFIX = "llm-finetuning/baseline@"
 FRACTIONS = ("pass_at_1", "pass_at_k", "frac_groups_all_tie", "frac_truncated")
+# Sampling settings the figures depend on, compared with what the brief sets now (`settings_drift`).
+COMPARED_SETTINGS = ("max_completion_length", "temperature", "top_p", "system_prompt")
+# Bound at sampling time and followed by the model's identity, so only their absence is reported.
+RECORDED_ONLY_SETTINGS = ("chat_template",)
+
+
+def brief_sampling_settings(brief: Any) -> dict[str, Any]:
+    """The sampling settings the brief sets now: what baseline, inspection, training and eval sample with.
+
+    `k` is the group size GRPO trains with (`grpo.num_generations`): the baseline's share of all-tied
+    groups says something about training only for groups of that size.
+    """
+    grpo, data = brief.section("grpo"), brief.section("data")
+    overrides = grpo.get("overrides") or {}
+    return {
+        "max_completion_length": int(grpo.get("max_completion_length", 512)),
+        "temperature": float(grpo.get("temperature", 1.0)),
+        "top_p": float(overrides.get("top_p", 1.0)),
+        "system_prompt": data.get("system_prompt") or None,
+        "k": int(grpo.get("num_generations", 8)),
+    }
+
+
+@dataclass(frozen=True)
+class SettingDrift:
+    """One sampling setting whose recorded value differs from the brief's (`recorded` None: unknown)."""
+
+    name: str
+    yaml_path: str
+    recorded: Any
+    now: Any
+
+
+SETTING_PATHS = {"max_completion_length": "grpo.max_completion_length", "temperature": "grpo.temperature",
+                 "top_p": "grpo.overrides.top_p", "system_prompt": "data.system_prompt",
+                 "k": "grpo.num_generations", "chat_template": "model.id"}
+
+
+def settings_drift(record: dict[str, Any], brief: Any) -> tuple[list[SettingDrift], list[str]]:
+    """(settings whose recorded value differs from the brief's, names of settings the record does not hold).
+
+    Pure: compares the record's `sampling` (and `k`) with `brief_sampling_settings(brief)`.
+    """
+    found = record.get("sampling")
+    sampling: dict[str, Any] = found if isinstance(found, dict) else {}
+    now = brief_sampling_settings(brief)
+    recorded = {**{name: sampling[name] for name in COMPARED_SETTINGS if name in sampling}, "k": record.get("k")}
+    drift = [SettingDrift(name, SETTING_PATHS[name], recorded[name], now[name])
+             for name in (*COMPARED_SETTINGS, "k")
+             if name in recorded and not _same(recorded[name], now[name])]
+    unknown = [name for name in (*COMPARED_SETTINGS, *RECORDED_ONLY_SETTINGS) if name not in sampling]
+    return drift, unknown
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return abs(float(a) - float(b)) <= 1e-9
+    return bool(a == b)
 
 
 def make_baseline(brief: Any, *, model_identity: str | None, prompts: dict[str, Any], k: int,

@@ -18,6 +18,7 @@ from typing import Any
 
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.errors import BriefError
+from llm_finetuning.render.tracking import tracking_entries
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
 # float32 model loading): every value the brief decides is written explicitly.
@@ -373,7 +374,7 @@ def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = Non
         Entry("save_strategy", "steps", "checkpoints every save_steps"),
         Entry("save_steps", g["save_steps"], "grpo.save_steps"),
         Entry("save_only_model", False, "optimizer and RNG state kept so --resume continues exactly"),
-        Entry("report_to", "none", "metrics go to metrics.jsonl (finetune launch) and trainer_state.json"),
+        *(Entry(k, v, why) for k, v, why in tracking_entries(data.get("tracking") or {}, str(data["name"]))),
         Entry("log_completions", False, "finetune launch writes completions.jsonl itself; no console tables"),
     ]
     variant_entries = [Entry(k, v, f"variant {variant}: {why}") for k, v, why in VARIANT_SETTINGS[variant]]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llm_finetuning.brief.columns import require_columns
+from llm_finetuning.errors import UnusableInput
 from llm_finetuning.sampling.backend import (
     Completion,
     SamplingSettings,
@@ -50,34 +51,57 @@ class SamplingRun:
 
 def settings_from_brief(brief: Any, k: int, seed_offset: int = 0,
                         max_completion_length: int | None = None) -> SamplingSettings:
-    grpo = brief.section("grpo")
+    """The brief's sampling settings (`records.baseline.brief_sampling_settings`) for k samples a prompt."""
+    from llm_finetuning.records.baseline import brief_sampling_settings
+
+    now = brief_sampling_settings(brief)
     return SamplingSettings(
         k=k,
-        temperature=float(grpo.get("temperature", 1.0)),
-        max_completion_length=int(max_completion_length or grpo.get("max_completion_length", 512)),
-        max_prompt_length=grpo.get("max_prompt_length"),
-        seed=int(grpo.get("seed", 0)) + seed_offset,
+        temperature=now["temperature"],
+        max_completion_length=int(max_completion_length or now["max_completion_length"]),
+        max_prompt_length=brief.section("grpo").get("max_prompt_length"),
+        seed=int(brief.section("grpo").get("seed", 0)) + seed_offset,
+        top_p=now["top_p"],
         chat_template_kwargs=dict(brief.section("data").get("chat_template_kwargs") or {}),
     )
 
 
+def recorded_settings(run: SamplingRun, system_prompt: str | None) -> dict[str, Any]:
+    """What a record keeps about how `run` sampled: the settings its figures depend on, and the backend."""
+    from llm_finetuning.sampling.chat import chat_template_identity
+
+    if run.tokenizer is not None:
+        template = chat_template_identity(run.tokenizer)
+    else:  # an endpoint applies the served model's own template, which this side cannot see
+        template = {"applied": "by the endpoint", "sha256": None}
+    s = run.settings
+    return {"temperature": s.temperature, "max_completion_length": s.max_completion_length, "top_p": s.top_p,
+            "max_prompt_length": s.max_prompt_length, "system_prompt": system_prompt or None,
+            "chat_template": template, "seed": s.seed, "seconds": round(run.seconds, 1), **run.backend}
+
+
 def sample_brief(brief: Any, *, n_prompts: int, k: int, split: str = "auto", backend: str = "auto",
                  endpoint: str | None = None, endpoint_model: str | None = None, seed_offset: int = 0,
-                 desc: str = "Sampling") -> SamplingRun:
-    """k completions for each of `n_prompts` prompts of the split (spread over it, seeded)."""
+                 desc: str = "Sampling", indices: list[int] | None = None,
+                 settings: SamplingSettings | None = None, system_prompt: str | None = None) -> SamplingRun:
+    """k completions for each of `n_prompts` prompts of the split (spread over it, seeded).
+
+    `indices` (rows of the split), `settings` and `system_prompt` ("" for none; None: the brief's) replace
+    what the brief would choose: `finetune eval` samples the trained model on the baseline's prompts with the baseline's settings.
+    """
     from llm_finetuning.models import model_identity, resolve_model
 
     chosen = choose_backend(backend, endpoint, vllm_installed(), cuda_available() if not endpoint else False)
     data_split = load_split(brief, split)
     require_columns(brief.section("data"), brief.data["rewards"], data_split.rows,
                     f"{data_split.yaml_path} ({data_split.source})")
-    settings = settings_from_brief(brief, k, seed_offset)
+    settings = settings or settings_from_brief(brief, k, seed_offset)
     model_section = brief.section("model")
-    system_prompt = brief.section("data").get("system_prompt")
-    field_name = str(brief.section("data").get("prompt_field") or "prompt")
-    indices = pick_indices(len(data_split.rows), n_prompts, settings.seed)
-    prompts = [SampledPrompt(i, data_split.rows[i], build_messages(data_split.rows[i][field_name], system_prompt),
-                             []) for i in indices]
+    if system_prompt is None:
+        system_prompt = brief.section("data").get("system_prompt")
+    if indices is None:
+        indices = pick_indices(len(data_split.rows), n_prompts, settings.seed)
+    prompts = prompts_at(brief, data_split, indices, system_prompt)
     if chosen == "endpoint":
         identity = model_identity(model_section, brief.folder)
         engine = make_backend(chosen, None, str(model_section.get("dtype", "bfloat16")), endpoint, endpoint_model)
@@ -93,6 +117,17 @@ def sample_brief(brief: Any, *, n_prompts: int, k: int, split: str = "auto", bac
         p.completions = group
     return SamplingRun(data_split, prompts, settings, identity, engine.describe(), seconds,
                        getattr(engine, "tokenizer", None))
+
+
+def prompts_at(brief: Any, data_split: DataSplit, indices: list[int], system_prompt: str | None) -> list[SampledPrompt]:
+    """The split's rows at `indices` as prompts to sample, with their chat messages."""
+    if any(not 0 <= i < len(data_split.rows) for i in indices):
+        raise UnusableInput(f"{data_split.yaml_path} ({data_split.source}) has {len(data_split.rows)} rows; the "
+                            f"prompts to sample name rows up to {max(indices)}",
+                            "run `finetune baseline BRIEF` again on the current data", data_split.yaml_path)
+    field_name = str(brief.section("data").get("prompt_field") or "prompt")
+    return [SampledPrompt(i, data_split.rows[i], build_messages(data_split.rows[i][field_name], system_prompt), [])
+            for i in indices]
 
 
 def score_run(brief: Any, run: SamplingRun) -> None:

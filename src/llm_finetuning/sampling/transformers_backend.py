@@ -36,8 +36,20 @@ class TransformersBackend:
             size_torch_threads(torch, "Sampling")
         self.dtype = dtype if self.device != "cpu" else "float32"
         print(f"Loading {resolved.display} ({self.dtype}, {self.device})...", file=sys.stderr, flush=True)
-        self.tokenizer = load_tokenizer(resolved)
-        self.model = load_model(resolved, self.dtype, self.device)
+        self._use(load_model(resolved, self.dtype, self.device), load_tokenizer(resolved), batch_sequences)
+
+    @classmethod
+    def for_loaded(cls, model: Any, tokenizer: Any, device: str, batch_sequences: int | None = None) -> TransformersBackend:
+        """A backend around a model already in memory (the policy while it trains): nothing is loaded."""
+        backend = cls.__new__(cls)
+        backend.device = device
+        backend.dtype = str(getattr(model, "dtype", "")).replace("torch.", "")
+        backend._use(model, tokenizer, batch_sequences)
+        return backend
+
+    def _use(self, model: Any, tokenizer: Any, batch_sequences: int | None) -> None:
+        self.tokenizer = tokenizer
+        self.model = model
         self.eos_ids = eos_token_ids(self.tokenizer, self.model.generation_config)
         env_batch = os.environ.get("LLM_FINETUNING_SAMPLING_BATCH")
         self.batch_sequences = batch_sequences or (int(env_batch) if env_batch else None) or (

@@ -17,6 +17,7 @@ from llm_finetuning.gate.checks import (
     recipe_values,
     reward_inspected,
     text_only,
+    tracking,
     variant_table,
     verifiable_reward,
 )
@@ -27,5 +28,5 @@ Check = Callable[[Any, Any], list[CheckResult]]
 CHECKS: list[tuple[str, Check]] = [
     (m.ID, m.check)
     for m in (brief_is_valid, verifiable_reward, text_only, base_success, reward_inspected, num_generations,
-              global_batch, recipe_values, variant_table, generation_hardware, overrides, memory_fits)
+              global_batch, recipe_values, variant_table, generation_hardware, overrides, tracking, memory_fits)
 ]

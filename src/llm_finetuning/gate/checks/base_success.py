@@ -1,7 +1,9 @@
 """Base success is nonzero: the baseline record for this model and these rewards saw some group succeed.
 
 GRPO learns from differences within a group; a model that never succeeds gives every group the same
-reward and no gradient. Warns when almost every group ties or most completions are cut off.
+reward and no gradient. Warns when almost every group ties or most completions are cut off, and when
+the record was measured under sampling settings other than the brief's (each difference named) or does
+not say which settings it was measured under: its figures may then not describe this brief's run.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Any
 
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 from llm_finetuning.records._io import shown
+from llm_finetuning.records.baseline import settings_drift
 
 ID = "base_success_nonzero"
 PATH = "records.baseline"
@@ -28,7 +31,7 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
             ID, FAIL, PATH, f"the base model never succeeded ({figures}): every group ties at zero and GRPO "
             "has nothing to learn from",
             "train on demonstrations first with SFT (the lora-qlora-recipes skill), point model.id at the SFT "
-            f"model, then run `finetune baseline {shown(brief.path)}` again")]
+            f"model, then run `finetune baseline {shown(brief.path)}` again")] + settings_warnings(brief, b)
     results = [CheckResult(ID, PASS, PATH, f"base success is nonzero: {figures}")]
     tie = b["frac_groups_all_tie"]
     if tie >= TIE_WARN:
@@ -42,4 +45,27 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
             f"max_completion_length ({brief.section('grpo')['max_completion_length']} tokens)",
             "raise grpo.max_completion_length or ask for a shorter answer in the prompt, then run "
             f"`finetune baseline {shown(brief.path)}` again"))
-    return results
+    return results + settings_warnings(brief, b)
+
+
+def _shown_value(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return repr(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def settings_warnings(brief: Any, record: dict[str, Any]) -> list[CheckResult]:
+    """One warning per sampling setting that differs from the record's, and one for settings it lacks."""
+    redo = f"run `finetune baseline {shown(brief.path)}` to measure under the brief's settings"
+    drift, unknown = settings_drift(record, brief)
+    out = [CheckResult(ID, WARN, d.yaml_path,
+                       f"the baseline was measured with {d.name} {_shown_value(d.recorded)}; the brief now sets "
+                       f"{d.yaml_path} {_shown_value(d.now)}: its figures may not hold for this run", redo)
+           for d in drift]
+    if unknown:
+        out.append(CheckResult(
+            ID, WARN, PATH, f"the baseline record does not say which {', '.join(unknown)} it was measured with "
+            "(an older `finetune baseline` wrote it): whether they match the brief is unknown", redo))
+    return out

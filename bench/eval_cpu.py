@@ -1,0 +1,80 @@
+"""`finetune eval` on the demo's run, on this CPU: how long a before/after comparison takes.
+
+Trains the demo's run (`finetune demo`: the embedded SmolLM2-135M-Instruct, examples/smollm2-json),
+whose evaluation stage is `finetune eval RUN_DIR --prompts P --k 4`: the shipped baseline record holds
+k 8, so the base model is sampled again beside the trained one (the named baseline of this benchmark).
+Then `finetune eval RUN_DIR --prompts P --k 8` takes the base side from the record's per-prompt
+successes and samples the trained model only. Figures: seconds, completions sampled, completions per
+second, and the second's time as a ratio of the first's. Result: $OUT or bench/results/eval-cpu.json.
+
+    python bench/eval_cpu.py --steps 16 --prompts 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from _machine import cpu_model  # noqa: E402  (bench/ is the script folder, so on sys.path)
+
+
+def finetune(*args: str, expect: tuple[int, ...] = (0,)) -> tuple[int, str, float]:
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", *args], stdout=subprocess.PIPE, text=True,
+                          check=False)
+    if proc.returncode not in expect:
+        raise SystemExit(f"finetune {' '.join(args)} exited {proc.returncode}")
+    return proc.returncode, proc.stdout, time.monotonic() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--prompts", type=int, default=32)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/eval-bench"))
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "bench/results")))
+    args = parser.parse_args()
+
+    _, out, demo_s = finetune("demo", "--out", str(args.work), "--steps", str(args.steps), "--eval-prompts",
+                              str(args.prompts), "--k", "4", "--json")
+    demo = json.loads(out.strip().splitlines()[-1])
+    run = Path(demo["run_dir"])
+    stage = next(s for s in demo["stages"] if "finetune eval" in s["name"])
+    both = json.loads((run / "eval.json").read_text(encoding="utf-8"))
+    code, _, record_s = finetune("eval", str(run), "--prompts", str(args.prompts), "--k", "8", expect=(0, 1))
+    from_record = json.loads((run / "eval.json").read_text(encoding="utf-8"))
+
+    def figures(result: dict[str, object], seconds: float, sampled: int) -> dict[str, object]:
+        return {"seconds": round(seconds, 1), "completions_sampled": sampled,
+                "completions_per_second": round(sampled / seconds, 2), "base": result["base"],
+                "trained": result["trained"], "delta_pass_at_1": result["delta_pass_at_1"], "ci95": result["ci95"],
+                "beyond_noise": result["beyond_noise"], "base_source": result["baseline"]["base_source"]}  # type: ignore[index]
+
+    p = args.prompts
+    results = {
+        "benchmark": "eval_cpu", "example": "examples/smollm2-json", "model": "embedded:smollm2-135m-instruct",
+        "training_steps": args.steps, "prompts": p,
+        "machine": {"cpu": cpu_model(), "cpus": os.cpu_count(), "load_average": os.getloadavg()[0],
+                    "python": platform.python_version()},
+        "baseline_both_sides_sampled_k4": figures(both, stage["seconds"], 2 * p * 4),
+        "base_from_record_k8": figures(from_record, record_s, p * 8),
+        "ratio_seconds_record_k8_to_sampled_k4": round(record_s / stage["seconds"], 3),
+        "eval_exit_code_k8": code, "demo_wall_minutes": round(demo_s / 60, 1),
+        "note": "shared 2-core machine: other work ran at the same time (load_average); treat times as rough",
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "eval-cpu.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""`finetune eval RUN_DIR`: did the trained model get better on held-out prompts, by more than the noise?
+
+Samples the run's final model (or a checkpoint, or every checkpoint) on the baseline record's prompts
+with the baseline's settings, scores it with the brief's rewards, and compares it with the base model
+prompt by prompt (a 95% interval on the paired difference in pass@1). Writes RUN_DIR/eval.json, and
+RUN_DIR/eval.jsonl for `--checkpoint all` (what `finetune diagnose` reads as the held-out score).
+Exit 0 better beyond the noise, 1 not, 2 unusable input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.commands.baseline import backend_options
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
+
+
+def verdict_line(result: dict[str, Any]) -> str:
+    """One honest sentence about the change in pass@1 and the noise."""
+    lo, hi = result["ci95"]
+    points = f"{100 * result['delta_pass_at_1']:+.1f} points"
+    if result["beyond_noise"] and result["delta_pass_at_1"] > 0:
+        return f"better beyond the noise: pass@1 {points}, and the 95% interval lies above zero"
+    if result["beyond_noise"]:
+        return f"worse beyond the noise: pass@1 {points}; read `finetune diagnose RUN_DIR` before using this model"
+    return (f"not distinguishable from the noise: pass@1 {points}, the 95% interval [{100 * lo:+.1f}, "
+            f"{100 * hi:+.1f}] includes zero (more prompts narrow it: --prompts, after a larger baseline)")
+
+
+def render_human(result: dict[str, Any]) -> list[str]:
+    k, s = result["k"], result["settings"]
+    name = "final model" if result["checkpoint"] == "final" else f"checkpoint {result['checkpoint']}"
+    lo, hi = result["ci95"]
+    return [
+        f"{name} ({result['prompts']} {result['split']}-split prompts x {k} samples, temperature {s['temperature']:g}, "
+        f"max {s['max_completion_length']} tokens; base side: {result['baseline']['base_source']})",
+        f"  {'':<10}{'base':>8}{'trained':>10}",
+        f"  {'pass@1':<10}{100 * result['base']['pass_at_1']:>7.1f}%{100 * result['trained']['pass_at_1']:>9.1f}%",
+        f"  {'pass@' + str(k):<10}{100 * result['base']['pass_at_k']:>7.1f}%{100 * result['trained']['pass_at_k']:>9.1f}%",
+        f"  pass@1 difference {100 * result['delta_pass_at_1']:+.1f} points, 95% interval "
+        f"[{100 * lo:+.1f}, {100 * hi:+.1f}] (paired over prompts)",
+        f"  verdict: {verdict_line(result)}",
+    ]
+
+
+@click.command("eval")
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--checkpoint", "which", default="final", show_default=True, metavar="STEP|final|all",
+              help="Which saved model: a checkpoint's step, the final model, or every checkpoint (eval.jsonl).")
+@click.option("--prompts", "n_prompts", type=click.IntRange(1, 100000), default=None,
+              help="Held-out prompts (default: all the baseline record sampled; never others).")
+@click.option("--k", "k", type=click.IntRange(1, 1024), default=None,
+              help="Samples per prompt (default: the baseline's k; another k samples the base model again).")
+@backend_options
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object on stdout.")
+def command(run_dir: Path, which: str, n_prompts: int | None, k: int | None, endpoint: str | None,
+            endpoint_model: str | None, backend: str, as_json: bool) -> None:
+    """Held-out pass@1/pass@k of the trained model against the baseline record, with a paired 95% interval."""
+    from llm_finetuning.evaluation.run import EVAL_JSON, EVAL_JSONL, contract, evaluate
+
+    try:
+        results = evaluate(run_dir, which, n_prompts, k, backend, endpoint, endpoint_model)
+    except UnusableInput as exc:
+        fail_unusable(exc, as_json)
+    last = results[-1]
+    if as_json:
+        out = contract(last)
+        if which == "all":
+            out["all"] = [contract(r) for r in results]
+        click.echo(json.dumps(out))
+    else:
+        for result in results:
+            for line in render_human(result):
+                click.echo(line)
+        click.echo(f"Wrote {run_dir / EVAL_JSON}" + (f" and {run_dir / EVAL_JSONL}" if which == "all" else ""))
+    sys.exit(EXIT_OK if last["beyond_noise"] and last["delta_pass_at_1"] > 0 else EXIT_REJECTED)

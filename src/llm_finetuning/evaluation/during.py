@@ -1,0 +1,89 @@
+"""Held-out evaluation while training (the brief's `held_out_eval`): the current policy, every N steps.
+
+The policy samples the first `prompts` of the baseline record's prompts `k` times with the baseline's
+settings (the same as `finetune eval`), in memory, through the transformers sampler; the torch RNG is
+forked around it so the run's own sampling is unchanged. Each evaluation appends `{"step", "score",
+"pass_at_k", "prompts", "k", "seconds"}` to RUN_DIR/eval.jsonl, where `finetune diagnose` (and
+`--follow`, live) reads held-out scores; when the record holds per-prompt successes for that k, the base
+model's score is the row of step 0. Its cost is printed and written with every row.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.evaluation.paired import pass_figures
+from llm_finetuning.evaluation.run import EVAL_JSONL, EvalPlan, plan_eval, scored_successes
+
+
+class HeldOutEvaluator:
+    """Scores a model in memory on the plan's prompts; appends each result to RUN_DIR/eval.jsonl."""
+
+    def __init__(self, brief: Any, run_dir: Path, plan: EvalPlan, every_steps: int) -> None:
+        from llm_finetuning.sampling.data import load_split
+        from llm_finetuning.sampling.run import prompts_at
+
+        self.brief, self.run_dir, self.plan, self.every_steps = brief, Path(run_dir), plan, every_steps
+        self.split = load_split(brief, plan.split)
+        self.prompts = prompts_at(brief, self.split, plan.indices, plan.system_prompt)
+
+    @classmethod
+    def from_brief(cls, brief: Any, run_dir: Path) -> HeldOutEvaluator | None:
+        """The evaluator the brief asks for, or None when `held_out_eval.every_steps` is 0."""
+        cfg = brief.data.get("held_out_eval") or {}
+        every = int(cfg.get("every_steps") or 0)
+        if every <= 0:
+            return None
+        return cls(brief, run_dir, plan_eval(brief, int(cfg.get("prompts", 16)), int(cfg.get("k", 4))), every)
+
+    def due(self, step: int) -> bool:
+        return step > 0 and step % self.every_steps == 0
+
+    def _append(self, row: dict[str, Any]) -> None:
+        with open(self.run_dir / EVAL_JSONL, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+
+    def write_base_row(self) -> None:
+        """Step 0: the base model's score on the same prompts, from the record (nothing sampled)."""
+        if self.plan.base_successes is not None:
+            fig = pass_figures(self.plan.base_successes, self.plan.settings.k)
+            self._append({"step": 0, "score": fig["pass_at_1"], "pass_at_k": fig["pass_at_k"],
+                          "prompts": len(self.plan.indices), "k": self.plan.settings.k, "source": "baseline record"})
+
+    def evaluate(self, model: Any, tokenizer: Any, step: int) -> dict[str, Any]:
+        """Sample and score the policy now; append and return the row."""
+        import torch
+
+        from llm_finetuning.sampling.progress import SamplingProgress
+        from llm_finetuning.sampling.run import SampledPrompt, SamplingRun
+        from llm_finetuning.sampling.transformers_backend import TransformersBackend
+
+        started = time.monotonic()
+        device = next(model.parameters()).device
+        backend = TransformersBackend.for_loaded(model, tokenizer, device.type)
+        prompts = [SampledPrompt(p.row_index, p.row, p.messages, []) for p in self.prompts]
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                groups = backend.generate([p.messages for p in prompts], self.plan.settings,
+                                          SamplingProgress(len(prompts), self.plan.settings.k, enabled=False))
+        finally:
+            model.train(was_training)
+        for p, group in zip(prompts, groups, strict=True):
+            p.completions = group
+        run = SamplingRun(self.split, prompts, self.plan.settings, "policy", backend.describe(),
+                          time.monotonic() - started, tokenizer)
+        successes = scored_successes(self.brief, run)
+        fig = pass_figures(successes, self.plan.settings.k)
+        seconds = round(time.monotonic() - started, 2)
+        row = {"step": step, "score": fig["pass_at_1"], "pass_at_k": fig["pass_at_k"], "prompts": len(prompts),
+               "k": self.plan.settings.k, "seconds": seconds, "source": "held_out_eval"}
+        self._append(row)
+        print(f"\nheld-out eval at step {step}: pass@1 {100 * fig['pass_at_1']:.1f}% ({len(prompts)} prompts x "
+              f"{self.plan.settings.k}, {seconds} s)", file=sys.stderr, flush=True)
+        return row

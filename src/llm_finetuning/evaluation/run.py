@@ -1,0 +1,237 @@
+"""`finetune eval`'s work: sample a run's checkpoints on the baseline's prompts with the baseline's
+settings, score them with the brief's rewards, and compare with the base model prompt by prompt.
+
+The base side is the baseline record's own per-prompt successes when it holds them for the same k;
+otherwise (an older record, another k, more prompts than it sampled) the base model is sampled here with
+the same prompts and settings. Results are written to RUN_DIR/eval.json (bound to the checkpoint's
+sha256 and the baseline record's digest) and, for several checkpoints, RUN_DIR/eval.jsonl.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL  # where diagnose reads held-out scores
+from llm_finetuning.errors import UnusableInput
+from llm_finetuning.evaluation.paired import paired_difference, pass_figures
+from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_folder, select_targets
+from llm_finetuning.records._io import atomic_write_bytes, atomic_write_json, shown, utc_now
+from llm_finetuning.sampling.backend import SamplingSettings
+
+FORMAT = "llm-finetuning/eval@1"
+EVAL_JSON = "eval.json"
+
+
+@dataclass
+class EvalPlan:
+    """What both sides are sampled with: the baseline's prompts (rows of its split) and settings."""
+
+    brief: Any
+    record: dict[str, Any]
+    record_path: Path
+    split: str
+    indices: list[int]
+    settings: SamplingSettings
+    system_prompt: str
+    template_sha256: str | None
+    base_successes: list[int] | None  # from the record; None: sample the base model
+    base_source: str = "record"  # or "sampled": where the base side's per-prompt successes came from
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Sampled:
+    successes: list[int]
+    seconds: float
+    backend: dict[str, Any]
+    template_sha256: str | None
+
+
+def load_run_brief(run_dir: Path) -> Any:
+    """The brief a rendered run was made from (through its manifest)."""
+    from llm_finetuning.brief import load_brief
+    from llm_finetuning.render.manifest import brief_path, load_manifest
+
+    path = brief_path(run_dir, load_manifest(run_dir))
+    brief, errors = load_brief(path)
+    if brief is None:
+        raise UnusableInput(f"{shown(path)} is no longer a valid brief: {errors[0].line() if errors else '?'}",
+                            f"run `finetune check {shown(path)}` and fix what it names", str(path))
+    return brief
+
+
+def plan_eval(brief: Any, n_prompts: int | None, k: int | None) -> EvalPlan:
+    """The baseline record (verified against the brief) and the prompts and settings it was measured with."""
+    from llm_finetuning.models import model_identity
+    from llm_finetuning.records.baseline import brief_sampling_settings, load_baseline, verify_baseline
+
+    path = brief.resolve(str(brief.section("records").get("baseline") or "records/baseline.json"))
+    problems = verify_baseline(brief, path, model_identity(brief.section("model"), brief.folder))
+    if problems:
+        raise UnusableInput(f"the baseline record cannot stand for the base model: {problems[0].line()}",
+                            problems[0].fix, "records.baseline")
+    record = load_baseline(path)
+    recorded = record.get("sampling") or {}
+    now = brief_sampling_settings(brief)
+    notes = []
+    unknown = [name for name in ("temperature", "max_completion_length", "top_p", "system_prompt")
+               if name not in recorded]
+    if unknown:
+        notes.append(f"the baseline record does not hold {', '.join(unknown)}: the brief's values are used")
+    indices = [int(i) for i in record["prompts"].get("indices") or []]
+    if not indices:
+        raise UnusableInput(f"{shown(path)} does not list the prompts it sampled", "run `finetune baseline BRIEF` again",
+                            "records.baseline")
+    n = min(n_prompts or len(indices), len(indices))
+    if n_prompts and n_prompts > len(indices):
+        notes.append(f"the baseline sampled {len(indices)} prompts; --prompts {n_prompts} is cut to those")
+    k = k or int(record["k"])
+    per_prompt = record.get("per_prompt")
+    base = None
+    if isinstance(per_prompt, list) and len(per_prompt) == len(indices) and k == int(record["k"]):
+        base = [int(s) for s in per_prompt[:n]]
+    else:
+        notes.append("the base model is sampled again on the same prompts with the same settings ("
+                     + ("the record holds no per-prompt successes" if not isinstance(per_prompt, list)
+                        else f"--k {k} differs from the record's k {record['k']}") + ")")
+    settings = SamplingSettings(
+        k=k,
+        temperature=float(recorded.get("temperature", now["temperature"])),
+        max_completion_length=int(recorded.get("max_completion_length", now["max_completion_length"])),
+        max_prompt_length=recorded.get("max_prompt_length", brief.section("grpo").get("max_prompt_length")),
+        seed=int(recorded.get("seed", brief.section("grpo").get("seed", 0))),
+        top_p=float(recorded.get("top_p", now["top_p"])),
+    )
+    system_prompt = recorded["system_prompt"] if "system_prompt" in recorded else now["system_prompt"]
+    found = recorded.get("chat_template")
+    template: dict[str, Any] = found if isinstance(found, dict) else {}
+    split = str(record["prompts"].get("split") or ("eval" if brief.section("data").get("eval") else "train"))
+    return EvalPlan(brief, record, path, split, indices[:n], settings,
+                    system_prompt or "", template.get("sha256"), base, notes=notes)
+
+
+def brief_with_model(brief: Any, folder: Path) -> Any:
+    """The brief with model.id pointed at a local model folder (the same data, rewards and settings)."""
+    data = copy.deepcopy(brief.data)
+    data["model"] = {**data["model"], "id": str(Path(folder).resolve()), "gguf_file": None, "revision": None}
+    return replace(brief, data=data)
+
+
+def sample_successes(brief: Any, plan: EvalPlan, desc: str, backend: str = "auto", endpoint: str | None = None,
+                     endpoint_model: str | None = None) -> Sampled:
+    """Per-prompt successes of `brief`'s model on the plan's prompts and settings (progress on stderr)."""
+    from llm_finetuning.sampling.chat import chat_template_identity
+    from llm_finetuning.sampling.run import sample_brief
+
+    run = sample_brief(brief, n_prompts=len(plan.indices), k=plan.settings.k, split=plan.split, backend=backend,
+                       endpoint=endpoint, endpoint_model=endpoint_model, desc=desc, indices=plan.indices,
+                       settings=plan.settings, system_prompt=plan.system_prompt)
+    successes = scored_successes(brief, run)
+    template = chat_template_identity(run.tokenizer)["sha256"] if run.tokenizer is not None else None
+    return Sampled(successes, run.seconds, run.backend, template)
+
+
+def scored_successes(brief: Any, run: Any) -> list[int]:
+    """Score a sampling run with the brief's rewards; the successes of each prompt (verifier rewards all 1)."""
+    from llm_finetuning.rewards import reward_names
+    from llm_finetuning.sampling.metrics import is_success, verifier_names
+    from llm_finetuning.sampling.run import score_run
+
+    try:
+        score_run(brief, run)
+    except ValueError as exc:  # a reward refused its spec or a row
+        raise UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards") from None
+    specs = list(brief.data["rewards"])
+    verifiers = verifier_names(specs, reward_names(specs))
+    return [sum(is_success(s["rewards"], verifiers) for s in p.scores) for p in run.prompts]
+
+
+def compare(plan: EvalPlan, base: list[int], trained: list[int]) -> dict[str, Any]:
+    """The `finetune eval --json` object for one checkpoint (DESIGN.md's contract), before binding."""
+    k = plan.settings.k
+    diff = paired_difference([b / k for b in base], [t / k for t in trained])
+    return {"prompts": len(trained), "k": k, "base": pass_figures(base, k), "trained": pass_figures(trained, k),
+            "delta_pass_at_1": round(diff.delta, 6), "ci95": [round(diff.ci95[0], 6), round(diff.ci95[1], 6)],
+            "beyond_noise": diff.beyond_noise}
+
+
+def evaluate(run_dir: Path, which: str = "final", n_prompts: int | None = None, k: int | None = None,
+             backend: str = "auto", endpoint: str | None = None,
+             endpoint_model: str | None = None) -> list[dict[str, Any]]:
+    """Score the chosen checkpoints of `run_dir` against the baseline; write eval.json (and eval.jsonl for
+    several). Returns one result per checkpoint, oldest first, each a superset of the --json contract."""
+    run_dir = Path(run_dir).resolve()
+    brief = load_run_brief(run_dir)
+    targets = select_targets(run_dir, which)
+    plan = plan_eval(brief, n_prompts, k)
+    if endpoint and len(targets) > 1:
+        raise UnusableInput("--endpoint serves one model; --checkpoint all would score it as every checkpoint",
+                            "serve one checkpoint and name it with --checkpoint STEP or final", "--endpoint")
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr, flush=True)
+    base_seconds = 0.0
+    if plan.base_successes is None:
+        if endpoint:
+            raise UnusableInput("the base model must be sampled again (see the note above), and --endpoint serves "
+                                "the trained model", "run `finetune baseline BRIEF` again (it records per-prompt "
+                                "successes), or drop --endpoint", "records.baseline")
+        started = time.monotonic()
+        plan.base_successes = sample_successes(brief, plan, "Held-out (base)", backend).successes
+        plan.base_source = "sampled"
+        base_seconds = time.monotonic() - started
+    results = []
+    for target in targets:
+        results.append(_evaluate_target(run_dir, brief, plan, target, backend, endpoint, endpoint_model))
+        results[-1]["seconds_base"] = round(base_seconds, 1)
+    _write_results(run_dir, which, results)
+    return results
+
+
+def _evaluate_target(run_dir: Path, brief: Any, plan: EvalPlan, target: Target, backend: str,
+                     endpoint: str | None, endpoint_model: str | None) -> dict[str, Any]:
+    folder = target.folder if endpoint else sampling_folder(target, brief, run_dir)
+    desc = f"Held-out ({target.label})"
+    sampled = sample_successes(brief_with_model(brief, folder), plan, desc, backend, endpoint, endpoint_model)
+    assert plan.base_successes is not None
+    result = {"checkpoint": target.label if target.label == "final" else target.step,
+              **compare(plan, plan.base_successes, sampled.successes)}
+    if plan.template_sha256 and sampled.template_sha256 and plan.template_sha256 != sampled.template_sha256:
+        print(f"warning: {target.label}'s chat template differs from the one the baseline was sampled with: "
+              "the prompts are formatted differently on the two sides", file=sys.stderr, flush=True)
+    result.update({
+        "format": FORMAT, "created_at": utc_now(), "step": target.step, "adapter": target.adapter,
+        "checkpoint_path": str(target.folder), "checkpoint_sha256": folder_sha256(target.folder),
+        "baseline": {"path": str(plan.record_path), "digest": plan.record["digest"], "base_source": plan.base_source},
+        "split": plan.split, "indices": plan.indices,
+        "settings": {"temperature": plan.settings.temperature, "top_p": plan.settings.top_p,
+                     "max_completion_length": plan.settings.max_completion_length, "seed": plan.settings.seed,
+                     "system_prompt": plan.system_prompt or None},
+        "per_prompt": {"base": plan.base_successes, "trained": sampled.successes},
+        "seconds": round(sampled.seconds, 1), "backend": sampled.backend, "notes": plan.notes,
+    })
+    return result
+
+
+def _write_results(run_dir: Path, which: str, results: list[dict[str, Any]]) -> None:
+    import json
+
+    last = dict(results[-1])
+    if which == "all":
+        last["all"] = [{key: r[key] for key in CONTRACT_KEYS} for r in results]
+        rows = [{"step": r["step"], "score": r["trained"]["pass_at_1"], "pass_at_k": r["trained"]["pass_at_k"],
+                 "checkpoint": r["checkpoint"]} for r in results if r["step"] is not None]
+        atomic_write_bytes(run_dir / EVAL_JSONL, "".join(json.dumps(row) + "\n" for row in rows).encode("utf-8"))
+    atomic_write_json(run_dir / EVAL_JSON, last)
+
+
+CONTRACT_KEYS = ("checkpoint", "prompts", "k", "base", "trained", "delta_pass_at_1", "ci95", "beyond_noise")
+
+
+def contract(result: dict[str, Any]) -> dict[str, Any]:
+    """Exactly the keys DESIGN.md promises for `finetune eval --json`."""
+    return {key: result[key] for key in CONTRACT_KEYS}

@@ -1,0 +1,140 @@
+"""The model card (README.md) of an exported model, rendered from `Evidence`. Pure: text in, text out.
+
+The front matter is what the Hugging Face hub reads (base_model, library_name, tags); the body says what
+the model was trained to do, on what reward, how the base model did, who reviewed the reward and when,
+what the gate said, how training went, how the trained model does on held-out prompts with the noise,
+and what the diagnosis found. Figures the run does not have are stated as missing, never filled in.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from llm_finetuning.export.evidence import Evidence
+
+
+def _pct(value: Any) -> str:
+    return f"{100 * float(value):.1f}%" if isinstance(value, (int, float)) else "n/a"
+
+
+def _num(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
+
+
+def front_matter(ev: Evidence) -> list[str]:
+    tags = ["llm-finetuning", "grpo", "rlvr", "trl"] + (["lora"] if ev.adapter else [])
+    hub_id = "/" in ev.base_model and ":" not in ev.base_model and not ev.base_model.startswith((".", "/", "~"))
+    lines = ["---"] + ([f"base_model: {json.dumps(ev.base_model)}"] if hub_id else []) + [
+        f"library_name: {'peft' if ev.adapter and not ev.merged else 'transformers'}",
+        "pipeline_tag: text-generation", "tags:"]
+    return lines + [f"  - {t}" for t in tags] + ["---", ""]
+
+
+def _training_section(ev: Evidence) -> list[str]:
+    grpo, model = ev.brief.section("grpo"), ev.brief.section("model")
+    rewards = ev.brief.data.get("rewards") or []
+    out = ["## How it was trained", "",
+           f"GRPO (TRL `GRPOTrainer`, variant `{grpo.get('variant', 'grpo')}`) on `{model.get('id')}`, "
+           + (f"LoRA adapter (r {model.get('lora', {}).get('r')}, alpha {model.get('lora', {}).get('alpha')})"
+              + (" merged into the base weights" if ev.merged else "") if ev.adapter else "full fine-tuning")
+           + f", saved as {ev.dtype}.", "",
+           "| setting | value |", "| --- | --- |"]
+    for key in ("learning_rate", "beta", "num_generations", "per_device_train_batch_size",
+                "gradient_accumulation_steps", "max_completion_length", "temperature", "max_steps", "seed"):
+        if key in grpo:
+            out.append(f"| {key} | {grpo[key]} |")
+    if grpo.get("deviation"):
+        out.append(f"| deviation justified by | `{grpo['deviation']}` |")
+    out += ["", "Rewards (weighted sum):", ""]
+    for spec in rewards:
+        args = spec.get("args") or {}
+        out.append(f"- `{spec.get('fn')}` weight {spec.get('weight', 1.0)}"
+                   + (f", args `{json.dumps(args, sort_keys=True)}`" if args else ""))
+    t = ev.training
+    out += ["", f"Checkpoint: {ev.label}" + (f" (step {ev.step})" if ev.step is not None else "")
+            + f", files sha256 `{ev.checkpoint_sha256}`."]
+    if t:
+        out.append(f"Training: {t.get('steps')} steps; reward {_num(t.get('reward_first'))} at the first logged step, "
+                   f"{_num(t.get('reward_last'))} at the last; KL {_num(t.get('kl_last'))} at the end; "
+                   f"{_num(t.get('elapsed_s'))} s of training.")
+    else:
+        out.append("Training figures: metrics.jsonl is missing from the run directory.")
+    return out + [""]
+
+
+def _records_section(ev: Evidence) -> list[str]:
+    out = ["## Evidence before training", ""]
+    b = ev.baseline
+    if b is None:
+        out.append("- Baseline: no readable baseline record.")
+    else:
+        s = b.get("sampling") or {}
+        out.append(f"- Base model (`finetune baseline`): pass@1 {_pct(b.get('pass_at_1'))}, pass@{b.get('k')} "
+                   f"{_pct(b.get('pass_at_k'))} over {b.get('prompts', {}).get('count')} "
+                   f"{b.get('prompts', {}).get('split') or 'sampled'} prompts; temperature {s.get('temperature', 'unknown')}, "
+                   f"max {s.get('max_completion_length', 'unknown')} tokens; {_pct(b.get('frac_truncated'))} cut at the "
+                   f"limit; measured {b.get('created_at')}.")
+    r = ev.inspection_review
+    if r is None:
+        out.append("- Reward inspection: no sealed review.")
+    else:
+        counts = r.get("counts") or {}
+        out.append(f"- Reward inspection: reviewed by {r.get('reviewer')} on {r.get('sealed_at')} "
+                   f"({counts.get('agree', 0)} agree, {counts.get('disagree', 0)} disagree, {counts.get('unsure', 0)} "
+                   "unsure), sealed. `finetune review` requires an interactive terminal: a guard against "
+                   "rubber-stamping, not a cryptographic proof that a person read them.")
+    verdict = {True: "passed", False: "rejected", None: "could not run"}[ev.gate_passed]
+    out.append(f"- Phase 1 gate, re-run at export: {verdict}" + ("; its warnings and failures:" if ev.gate_lines else "."))
+    out += [f"  - {' '.join(line.split())}" for line in ev.gate_lines]
+    return out + [""]
+
+
+def _results_section(ev: Evidence) -> list[str]:
+    out = ["## Held-out results", ""]
+    e = ev.evaluation
+    if e is None:
+        return out + [ev.evaluation_note, ""]
+    lo, hi = e["ci95"]
+    k = e["k"]
+    out += [f"`finetune eval` on {e['prompts']} {e.get('split', 'held-out')} prompts x {k} samples, with the baseline's "
+            "prompts and sampling settings:", "",
+            "| | base | trained |", "| --- | --- | --- |",
+            f"| pass@1 | {_pct(e['base']['pass_at_1'])} | {_pct(e['trained']['pass_at_1'])} |",
+            f"| pass@{k} | {_pct(e['base']['pass_at_k'])} | {_pct(e['trained']['pass_at_k'])} |", "",
+            f"Difference in pass@1: {100 * e['delta_pass_at_1']:+.1f} points, 95% interval [{100 * lo:+.1f}, "
+            f"{100 * hi:+.1f}] (paired over prompts): "
+            + ("better beyond the sampling noise." if e["beyond_noise"] and e["delta_pass_at_1"] > 0
+               else "worse beyond the sampling noise." if e["beyond_noise"] else "within the sampling noise."), ""]
+    return out
+
+
+def _diagnosis_section(ev: Evidence) -> list[str]:
+    out = ["## Diagnosis", ""]
+    d = ev.diagnosis
+    if d is None:
+        return out + [ev.diagnosis_note or "no diagnosis", ""]
+    findings = d.get("findings") or []
+    if not findings:
+        return out + ["`finetune diagnose`: healthy, no findings.", ""]
+    out.append("`finetune diagnose` found:")
+    for f in findings:
+        variant = f" (variant to try: {f['variant']})" if f.get("variant") else ""
+        out.append(f"- `{f.get('id')}` ({f.get('severity')}){variant}")
+    return out + [""]
+
+
+def render_card(ev: Evidence, upload_hint: str) -> str:
+    task = ev.brief.section("task")
+    lines = front_matter(ev) + [
+        f"# {ev.brief.name}", "",
+        f"{task.get('summary', '')}", "",
+        f"Fine-tuned with llm-finetuning from `{ev.brief.section('model').get('id')}` by GRPO "
+        "with verifiable rewards. Every figure below was measured by the `finetune` verbs named beside it; a "
+        "figure that was not measured says so.", "",
+    ]
+    lines += _training_section(ev) + _records_section(ev) + _results_section(ev) + _diagnosis_section(ev)
+    lines += ["## Use", "", "```python", "from transformers import AutoModelForCausalLM, AutoTokenizer", "",
+              'model = AutoModelForCausalLM.from_pretrained("PATH_OR_REPO")', 'tokenizer = AutoTokenizer.from_pretrained("PATH_OR_REPO")',
+              "```", "", upload_hint, ""]
+    return "\n".join(lines)

@@ -1,0 +1,104 @@
+"""What a model card states about a run, read from the run directory, the brief and its records.
+
+Every piece is read defensively: a piece that is missing or cannot be trusted becomes a sentence saying
+so, never a guess. Pure: no ML library is imported.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.errors import UnusableInput
+
+
+@dataclass
+class Evidence:
+    brief: Any
+    label: str  # "final" or "checkpoint-<step>"
+    step: int | None
+    checkpoint_sha256: str
+    adapter: bool
+    merged: bool
+    dtype: str
+    base_model: str
+    baseline: dict[str, Any] | None = None
+    inspection_review: dict[str, Any] | None = None
+    gate_lines: list[str] = field(default_factory=list)
+    gate_passed: bool | None = None
+    training: dict[str, Any] = field(default_factory=dict)
+    evaluation: dict[str, Any] | None = None
+    evaluation_note: str = ""
+    diagnosis: dict[str, Any] | None = None
+    diagnosis_note: str = ""
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def training_figures(run_dir: Path) -> dict[str, Any]:
+    """Steps, reward at the start and the end, KL at the end and wall time, from metrics.jsonl."""
+    rows = []
+    try:
+        for line in (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and "reward" in row:
+                rows.append(row)
+    except OSError:
+        return {}
+    if not rows:
+        return {}
+    return {"steps": rows[-1].get("step"), "reward_first": rows[0].get("reward"), "reward_last": rows[-1].get("reward"),
+            "kl_last": rows[-1].get("kl"), "elapsed_s": rows[-1].get("elapsed_s")}
+
+
+def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_sha256: str, adapter: bool,
+           merged: bool, dtype: str, base_model: str) -> Evidence:
+    """Everything the card states, each piece verified where the project can verify it."""
+    from llm_finetuning.gate import run_gate
+    from llm_finetuning.records.baseline import load_baseline
+
+    ev = Evidence(brief, label, step, checkpoint_sha256, adapter, merged, dtype, base_model)
+    records = brief.section("records")
+    try:
+        ev.baseline = load_baseline(brief.resolve(str(records.get("baseline"))))
+    except UnusableInput:
+        ev.baseline = None
+    inspection = _read(brief.resolve(str(records.get("inspection"))))
+    if inspection is not None and isinstance(inspection.get("review"), dict):
+        ev.inspection_review = inspection["review"]
+    try:
+        report = run_gate(brief.path)
+        ev.gate_passed = report.passed
+        ev.gate_lines = [c.line() for c in report.checks if c.verdict != "pass"]
+    except UnusableInput as exc:
+        ev.gate_lines = [f"the gate could not run: {exc.reason}"]
+    ev.training = training_figures(run_dir)
+    evaluation = _read(run_dir / "eval.json")
+    if evaluation is None:
+        ev.evaluation_note = f"not evaluated: run `finetune eval {run_dir}` before exporting"
+    elif evaluation.get("checkpoint_sha256") != checkpoint_sha256:
+        ev.evaluation_note = (f"RUN_DIR/eval.json scored another checkpoint ({evaluation.get('checkpoint')}); run "
+                              f"`finetune eval {run_dir} --checkpoint {step if label != 'final' else 'final'}`")
+    else:
+        ev.evaluation = evaluation
+    diagnosis = _read(run_dir / "diagnosis.json")
+    if diagnosis is None:
+        try:
+            from llm_finetuning.diagnose import diagnose_run
+
+            diagnosis = diagnose_run(run_dir, brief.path)
+        except UnusableInput as exc:
+            ev.diagnosis_note = f"no diagnosis: {exc.reason}"
+    ev.diagnosis = diagnosis
+    return ev

@@ -1,0 +1,19 @@
+"""Reward functions of run 'tracking' for TRL, rendered by llm-finetuning 0.1.0 from brief sha256 94a4883060cb25e4444465795107fdaae6f9ab8ecfa572ab750cc2ac159cdd7a.
+
+Do not edit: `finetune launch` refuses a rendered file whose sha256 differs from manifest.json.
+grpo_config.yaml names each callable below by import path (`rewards_entry.<name>`): TRL's grpo script
+puts the working directory on sys.path, and launch.sh puts this directory on PYTHONPATH.
+"""
+
+import json
+from pathlib import Path
+
+from llm_finetuning.rewards import build_reward
+
+BRIEF_FOLDER = (Path(__file__).resolve().parent / '..').resolve()
+SPECS = json.loads('[{"args": {}, "fn": "exact_match", "weight": 1.0}]')
+MAX_COMPLETION_LENGTH = 512
+
+# rewards[0]: metric name 'exact_match'
+reward_0_exact_match = build_reward(SPECS[0], BRIEF_FOLDER, 1,
+                                      max_completion_length=MAX_COMPLETION_LENGTH)
