@@ -554,30 +554,45 @@ def decide(event: dict[str, Any]) -> str | None:
     return None
 
 
-def _timeout(signum: int, frame: Any) -> None:
-    raise TimeoutError(f"judging the call took longer than {DEADLINE_S:g} s")
+def answer(reason: str | None) -> None:
+    """Claude Code's PreToolUse answer: a deny with its reason, or nothing (the call goes through)."""
+    if reason is not None:
+        json.dump({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                          "permissionDecisionReason": reason}}, sys.stdout)
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+def unjudged(raw: str, problem: str) -> str | None:
+    """The deny reason for a call the guard could not judge: only calls that touch what it protects."""
+    if not TOUCHING.search(raw):
+        return None
+    return (f"{PREFIX}: this call touches llm-finetuning records, review or a launch, and the guard could not "
+            f"judge it ({problem}), so it is denied. Fix: retry it as a plain command; "
+            "if it keeps failing, ask the person to run it in their own terminal")
 
 
 def main() -> int:
     raw = sys.stdin.read()
+
+    def past_deadline(signum: int, frame: Any) -> None:
+        # Answer and leave at once: an exception raised here could be caught by the code it interrupts.
+        answer(unjudged(raw, f"TimeoutError: judging the call took longer than {DEADLINE_S:g} s"))
+        os._exit(0)
+
     try:
         event = json.loads(raw or "{}")
         if not isinstance(event, dict):
             raise ValueError("the hook input is not a JSON object")
         if hasattr(signal, "setitimer"):
-            signal.signal(signal.SIGALRM, _timeout)
+            signal.signal(signal.SIGALRM, past_deadline)
             signal.setitimer(signal.ITIMER_REAL, DEADLINE_S)
         reason = decide(event)
     except Exception as exc:  # noqa: BLE001 - fail closed on what touches records, review or launch
-        if not TOUCHING.search(raw):
-            return 0
-        reason = (f"{PREFIX}: this call touches llm-finetuning records, review or a launch, and the guard could not "
-                  f"judge it ({type(exc).__name__}: {exc}), so it is denied. Fix: retry it as a plain command; "
-                  "if it keeps failing, ask the person to run it in their own terminal")
-    if reason is not None:
-        json.dump({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                          "permissionDecisionReason": reason}}, sys.stdout)
-        sys.stdout.write("\n")
+        reason = unjudged(raw, f"{type(exc).__name__}: {exc}")
+    if hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    answer(reason)
     return 0
 
 

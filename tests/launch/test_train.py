@@ -41,7 +41,8 @@ def test_sigkill_then_resume_reaches_the_same_final_step(tmp_path: Path, model: 
     from llm_finetuning.launch.worker import run_worker
 
     monkeypatch.chdir(tmp_path)  # training changes into the run directory; undone after the test
-    brief = make_brief(tmp_path / "b", model, max_steps=5, save_steps=2)
+    # long enough that the kill after checkpoint-2 lands before the last step on a loaded machine
+    brief = make_brief(tmp_path / "b", model, max_steps=10, save_steps=2)
     run = tmp_path / "run"
     assert finetune("render", str(brief), "-o", str(run)).returncode == 0
     ckpts, log = run / "checkpoints", tmp_path / "launch.log"
@@ -55,13 +56,13 @@ def test_sigkill_then_resume_reaches_the_same_final_step(tmp_path: Path, model: 
 
     assert run_worker(run, resume=False, extra_args=[]) == 1  # would overwrite: refused, pointing at --resume
     assert run_worker(run, resume=True, extra_args=[], progress=False) == 0
-    assert trainer_state(ckpts / "checkpoint-5")["global_step"] == 5
-    assert metric_steps(run) == [1, 2, 3, 4, 5]  # rows the killed run logged after checkpoint-2 were dropped
+    assert trainer_state(ckpts / "checkpoint-10")["global_step"] == 10
+    assert metric_steps(run) == list(range(1, 11))  # rows the killed run logged after checkpoint-2 were dropped
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert all({"step", "epoch", "reward", "rewards/json_schema/mean", "kl", "entropy"} <= set(r)
                for r in rows if "loss" in r)
     completion = json.loads((run / "completions.jsonl").read_text().splitlines()[-1])
-    assert set(completion) == {"step", "prompt", "completion", "rewards"} and completion["step"] == 5
+    assert set(completion) == {"step", "prompt", "completion", "rewards"} and completion["step"] == 10
     assert (run / "model" / "model.safetensors").is_file()
 
 

@@ -99,9 +99,9 @@ def test_render_imports_no_ml_library() -> None:
 
 
 def test_trackers_are_the_ones_transformers_reports_to() -> None:
-    """render.tracking.TRACKERS (what the gate accepts, without importing transformers) against the source."""
+    """brief.tracking.TRACKERS (what the gate accepts, without importing transformers) against the source."""
     from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
 
-    from llm_finetuning.render.tracking import TRACKERS
+    from llm_finetuning.brief.tracking import TRACKERS
 
     assert set(TRACKERS) == set(INTEGRATION_TO_CALLBACK)

@@ -140,7 +140,7 @@ def _trackers_installed(brief: Any) -> dict[str, bool]:
     """For each known tracker the brief names: is its package importable here (found, not imported)."""
     import importlib.util
 
-    from llm_finetuning.render.tracking import TRACKERS
+    from llm_finetuning.brief.tracking import TRACKERS
 
     out = {}
     for name in (brief.data.get("tracking") or {}).get("report_to") or []:

@@ -329,7 +329,7 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         # generation and training share this process's threads: size them as the sampler does
         size_torch_threads(torch, "Training")
     if "tensorboard" in (training_args.report_to or []):  # event files beside metrics.jsonl, not in checkpoints/
-        from llm_finetuning.render.tracking import TENSORBOARD_DIR
+        from llm_finetuning.brief.tracking import TENSORBOARD_DIR
 
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / TENSORBOARD_DIR)
     model_path, resolved = _resolve_model(brief, str(model_args.model_name_or_path))
@@ -398,20 +398,21 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
 
-    stop.install()
+    stop.install()  # kept through the final save: a signal then is deferred, not a kill mid-write
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        # A stop asked after the last step changes nothing: the run is complete and its model is saved.
+        finished = trainer.state.global_step >= trainer.state.max_steps
+        final_model = _save_final(trainer, run_dir) if finished or stop.signal_name is None else None
     finally:
         stop.restore()
     last = last_complete_checkpoint(output_dir)
-    final_model = None
-    if stop.signal_name is None:
-        final_model = _save_final(trainer, run_dir)
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
     return TrainOutcome(
         global_step=int(trainer.state.global_step), max_steps=int(trainer.state.max_steps),
-        stopped_by=stop.signal_name, checkpoint=str(last) if last else None, final_model=final_model,
+        stopped_by=None if finished else stop.signal_name, checkpoint=str(last) if last else None,
+        final_model=final_model,
     )
 
 

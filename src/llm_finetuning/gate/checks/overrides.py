@@ -24,6 +24,7 @@ DECIDED_ELSEWHERE = {
     "vllm_gpu_memory_utilization": "hardware.vllm_gpu_memory_utilization", "vllm_server_host": "hardware.generation",
     "vllm_server_port": "hardware.generation", "output_dir": "output_dir", "reward_weights": "rewards[*].weight",
     "bf16": "model.dtype", "fp16": "model.dtype", "model_init_kwargs": "model.dtype", "use_cpu": "hardware.gpus",
+    "lr_scheduler_type": "grpo.lr_scheduler", "warmup_steps": "grpo.warmup_ratio", "warmup_ratio": "grpo.warmup_ratio",
     "chat_template_kwargs": "data.chat_template_kwargs",
 }
 SCALE_REWARDS_ALIASES = {True: "group", False: "none"}
@@ -48,15 +49,15 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
     for key in sorted(overrides):
         value = overrides[key]
         path = f"grpo.overrides.{key}"
-        if ctx.trl_fields is not None and key not in ctx.trl_fields:
-            close = difflib.get_close_matches(key, sorted(ctx.trl_fields), n=1)
-            fix = f"rename it to `{close[0]}`" if close else "remove it (see TRL's GRPOConfig documentation)"
-            results.append(CheckResult(ID, FAIL, path, f"{key!r} is not a field of the installed TRL's GRPOConfig", fix))
-            continue
         if key in DECIDED_ELSEWHERE:
             where = DECIDED_ELSEWHERE[key]
             results.append(CheckResult(ID, FAIL, path, f"{key} is rendered from {where}; an override would contradict it",
                                        f"remove {path} and set {where} instead"))
+            continue
+        if ctx.trl_fields is not None and key not in ctx.trl_fields:
+            close = difflib.get_close_matches(key, sorted(ctx.trl_fields), n=1)
+            fix = f"rename it to `{close[0]}`" if close else "remove it (see TRL's GRPOConfig documentation)"
+            results.append(CheckResult(ID, FAIL, path, f"{key!r} is not a field of the installed TRL's GRPOConfig", fix))
             continue
         if key in decided and _normal(key, value) != decided[key]:
             results.append(CheckResult(

@@ -11,7 +11,7 @@ import difflib
 from typing import Any
 
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
-from llm_finetuning.render.tracking import TRACKERS
+from llm_finetuning.brief.tracking import TRACKERS
 
 ID = "tracking"
 PATH = "tracking.report_to"
