@@ -1,0 +1,30 @@
+"""The docs pages the README links to exist, their relative links resolve, and the CLI table in
+docs/workflow.md lists every verb the CLI has."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from llm_finetuning.cli import VERBS
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_relative_links_resolve(page: Path) -> None:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if target.startswith(("http://", "https://", "#", "mailto:")):
+            continue
+        path = (page.parent / target.split("#", 1)[0]).resolve()
+        assert path.exists(), f"{page.relative_to(REPO)} links to {target}, which does not exist"
+
+
+def test_the_cli_table_lists_every_verb() -> None:
+    table = (REPO / "docs/workflow.md").read_text(encoding="utf-8").split("# The CLI", 1)[1].split("\n# ", 1)[0]
+    listed = set(re.findall(r"^\| `finetune ([a-z-]+)", table, re.M))
+    assert listed == set(VERBS), f"missing {sorted(set(VERBS) - listed)}, extra {sorted(listed - set(VERBS))}"
