@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief.schedule import Schedule
-from llm_finetuning.errors import BriefError
 from llm_finetuning.brief.tracking import tracking_entries
+from llm_finetuning.errors import BriefError
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
 # float32 model loading): every value the brief decides is written explicitly.

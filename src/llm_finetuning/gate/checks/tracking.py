@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 from llm_finetuning.brief.tracking import TRACKERS
+from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 
 ID = "tracking"
 PATH = "tracking.report_to"
