@@ -24,9 +24,9 @@ AGENT = "llm-finetuning-training-engineer"
 # what the command pre-approves: the verbs it runs, the one search that lists briefs, and Read (Claude Code
 # 2.1.332 has no separate Glob or Grep tool)
 COMMAND_TOOLS = {"Bash(finetune gate:*)", "Bash(finetune render:*)", "Bash(finetune launch:*)",
-                 "Bash(finetune status:*)", "Bash(finetune diagnose:*)", "Bash(finetune stop:*)",
+                 "Bash(finetune status:*)", "Bash(finetune diagnose:*)", "Bash(finetune stop:*)", "Bash(finetune eval:*)",
                  "Bash(grep -rlE:*)", "Read"}
-CLAUDE_CODE_CHECKED = "2.1.332"  # the client the command forms below were checked against
+CLAUDE_CODE_CHECKED = (REPO / ".ci/claude-code-version").read_text().strip()  # the client the docs name
 # a bare `/finetune` typed as a command, not `/llm-finetuning:finetune` or a path such as commands/finetune.md
 BARE_SLASH = re.compile(r"(?<![\w.:/-])/finetune(?![\w./-])")
 TELLS_THE_TRUTH = ("/llm-finetuning:finetune", "finetune install-command")
@@ -104,7 +104,7 @@ def test_command_frontmatter_limits_its_tools() -> None:
     body = (REPO / "commands/finetune.md").read_text(encoding="utf-8")
     for step in ("finetune gate $ARGUMENTS", "finetune render $ARGUMENTS -o RUN_DIR",
                  "finetune launch RUN_DIR --detach", "finetune diagnose RUN_DIR --follow --timeout 240",
-                 "finetune status RUN_DIR", "finetune stop RUN_DIR", "grep -rlE --include='*.yaml' '^brief: *1 *$' ."):
+                 "finetune status RUN_DIR", "finetune stop RUN_DIR", "finetune eval RUN_DIR", "grep -rlE --include='*.yaml' '^brief: *1 *$' ."):
         assert step in body, step
     assert AGENT in body
 
