@@ -138,31 +138,37 @@ class JsonSchema:
 
     def score(self, completion: Any, schema: dict[str, Any]) -> float:
         """The reward of one completion against one schema."""
-        return self.score_explained(completion, schema)[0]
+        return self.score_explained(completion, schema, why=False)[0]
 
-    def score_explained(self, completion: Any, schema: dict[str, Any]) -> tuple[float, str]:
+    def score_explained(self, completion: Any, schema: dict[str, Any], why: bool = True) -> tuple[float, str]:
         """(the reward of one completion against one schema, why: the parse error, the first schema
-        error by path with its message, or that it is valid)."""
-        where = "the last fenced block" if self.fenced and _FENCE.search(strip_think(completion_text(completion))) \
-            else "the completion"
+        error by path with its message, or that it is valid; "" when `why` is false)."""
         try:
             instance = parse_strict(json_text(completion_text(completion), self.fenced))
         except StrictJSONError as exc:
             self.stats["not_json"] += 1
-            return 0.0, f"{where} is not strict JSON: {exc}"
+            return 0.0, f"{self._where(completion)} is not strict JSON: {exc}" if why else ""
         errors = list(self.validator(schema).iter_errors(instance))
         if not errors:
-            return 1.0, f"{where} is strict JSON and valid against the schema"
+            return 1.0, f"{self._where(completion)} is strict JSON and valid against the schema" if why else ""
         self.stats["invalid"] += 1
+        if not why:
+            return (partial_score(instance, schema, errors) if self.mode == "partial" else 0.0), ""
         first = min(errors, key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path]))
         more = f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-        why = f"schema error at {first.json_path}: {first.message}{more}"
+        reason = f"schema error at {first.json_path}: {first.message}{more}"
         if self.mode == "partial":
             value = partial_score(instance, schema, errors)
-            return value, f"{why}; partial credit {value:g}"
-        return 0.0, why
+            return value, f"{reason}; partial credit {value:g}"
+        return 0.0, reason
 
-    def _score(self, completions: list[Any], columns: dict[str, Any]) -> list[tuple[float | None, str | None]]:
+    def _where(self, completion: Any) -> str:
+        """Which text was read as JSON, for an explanation."""
+        fenced = self.fenced and _FENCE.search(strip_think(completion_text(completion)))
+        return "the last fenced block" if fenced else "the completion"
+
+    def _score(self, completions: list[Any], columns: dict[str, Any],
+               why: bool) -> list[tuple[float | None, str | None]]:
         if self.schema_field is not None and self.schema_field not in columns:
             raise KeyError(f"{self.__name__}: no column {self.schema_field!r} in the data; "
                            "set args.schema_field to the column holding each row's JSON Schema")
@@ -182,13 +188,13 @@ class JsonSchema:
                 out.append((None, f"the row's schema is invalid ({reason}): not scored"))
                 continue
             self.stats["scored"] += 1
-            out.append(self.score_explained(completion, schema))
+            out.append(self.score_explained(completion, schema, why))
         return out
 
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
-        return [value for value, _ in self._score(completions, columns)]
+        return [value for value, _ in self._score(completions, columns, why=False)]
 
     def explained(self, prompts: list[Any], completions: list[Any],
                   **columns: Any) -> list[tuple[float | None, str | None]]:
         """Each value with why: the parse error, the first schema error (path and message), or valid."""
-        return self._score(completions, columns)
+        return self._score(completions, columns, why=True)
