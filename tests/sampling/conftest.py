@@ -55,9 +55,10 @@ def load(brief_path: Path) -> Any:
     return brief
 
 
-def make_inspection(brief_path: Path, n: int = 50) -> Path:
+def make_inspection(brief_path: Path, n: int = 50, explain: bool = False) -> Path:
     """An unreviewed inspection record of `n` hand-written completions (half right, half wrong), scored by
-    the brief's real rewards; no model is sampled."""
+    the brief's real rewards; no model is sampled. `explain`: the samples carry the rewards' explanations
+    (as `finetune inspect` writes them); without it they look like samples written before explanations."""
     from llm_finetuning.models import model_identity
     from llm_finetuning.records.inspection import create_inspection
     from llm_finetuning.rewards import score_rows
@@ -68,10 +69,11 @@ def make_inspection(brief_path: Path, n: int = 50) -> Path:
     for i, row in enumerate(rows):
         age = row["age"] if i % 2 == 0 else row["age"] + 1
         scored_rows.append({**row, "completion": json.dumps({"name": row["name"], "age": age})})
-    scores = score_rows(brief, scored_rows)
+    scores = score_rows(brief, scored_rows, explain=explain)
     samples = [{"id": f"s{i:03d}", "prompt": r["prompt"], "completion": r["completion"], "rewards": s["rewards"],
                 "total": s["total"], "success": s["total"] == 1.0, "truncated": False,
-                "reference": {k: v for k, v in r.items() if k not in ("prompt", "completion")}}
+                "reference": {k: v for k, v in r.items() if k not in ("prompt", "completion")},
+                **({"explanations": s["explanations"]} if explain else {})}
                for i, (r, s) in enumerate(zip(scored_rows, scores, strict=True))]
     record = brief.resolve("records/inspection.json")
     create_inspection(brief, samples, record, model_identity(brief.section("model"), brief.folder))

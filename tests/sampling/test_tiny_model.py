@@ -140,6 +140,12 @@ def test_inspect_writes_record_and_a_report_that_renders(tiny_person_brief: Path
     assert kinds == {"incomplete", "unsealed"}  # all that is missing is the person's review
     md = Path(out["report_md"]).read_text()
     assert md.count("\n## ") == 50 and "finetune review" in md
+    # Each sample carries the reward's explanation of its value, in the samples file and beside the value.
+    for s in samples:
+        why = s["explanations"]["json_schema"]
+        assert why.startswith(("the completion is ", "the last fenced block is ", "schema error at $")), why
+        assert f"| `json_schema` | {s['rewards']['json_schema']:g} | " in md
+    assert md.count("| reward | value | why |") == 50
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:

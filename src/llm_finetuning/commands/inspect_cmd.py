@@ -51,6 +51,7 @@ def build_samples(brief: Any, run: Any, samples: int) -> list[dict[str, Any]]:
                 "prompt": p.row[field_name], "completion": c.text, "rewards": s["rewards"], "total": s["total"],
                 "success": is_success(s["rewards"], verifiers), "truncated": c.truncated,
                 "reference": reference,
+                **({"explanations": s["explanations"]} if "explanations" in s else {}),
             })
     chosen = spread_samples(candidates, samples, run.settings.seed)
     for i, s in enumerate(chosen):
@@ -78,7 +79,7 @@ def command(brief: Path, samples: int, endpoint: str | None, endpoint_model: str
         n_prompts, k = pool_shape(len(load_split(loaded, "train").rows), samples)
         run = sample_brief(loaded, n_prompts=n_prompts, k=k, split="train", backend=backend, endpoint=endpoint,
                            endpoint_model=endpoint_model, seed_offset=SEED_OFFSET, desc="Inspect")
-        score_run(loaded, run)
+        score_run(loaded, run, explain=True)
     except UnusableInput as exc:
         fail_unusable(exc, as_json)
     except ValueError as exc:

@@ -1,6 +1,8 @@
 """`finetune review RECORD`: a person judges each scored sample at a terminal, then seals the record.
 
-One sample at a time: prompt, completion, every reward's value (the reward's verdict) and the reference.
+One sample at a time: prompt, completion, every reward's value (the reward's verdict) with the reward's
+explanation of it where it gave one (the extracted answer, the failing test, the schema path, ...), and
+the reference.
 Keys: `a` agree, `d` disagree, `u` unsure (each may be followed by a note: `d the age is a string`),
 `b` back, `n` next, `g N` go to sample N, `q` quit (progress is kept), `?` help. Every verdict is saved
 at once, atomically, so an interrupted review resumes where it stopped. When every sample has a verdict
@@ -94,6 +96,7 @@ class Review:
         from rich.table import Table
         from rich.text import Text
 
+        from llm_finetuning.records.inspection import sample_explanations
         from llm_finetuning.sampling.data import prompt_text
 
         s = self.samples[i]
@@ -106,8 +109,12 @@ class Review:
         table = Table(title="The reward's verdict", title_justify="left")
         table.add_column("reward")
         table.add_column("value", justify="right")
+        why = sample_explanations(s)
+        if why is not None:
+            table.add_column("why", overflow="fold")
         for name, value in (s.get("rewards") or {}).items():
-            table.add_row(name, "None" if value is None else f"{float(value):g}")
+            cells = [Text(str(name)), Text("None" if value is None else f"{float(value):g}")]
+            table.add_row(*cells, *([Text(why.get(name) or "")] if why is not None else []))
         outcome = "success" if s.get("success") else "failure"
         table.caption = f"total {s.get('total')}: counted as a {outcome}"
         c.print(table)

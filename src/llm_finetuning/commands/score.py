@@ -2,7 +2,9 @@
 
 Each line of FILE is one JSON object with `prompt`, `completion` and the dataset's columns. Output per
 row: every reward's value (null where the reward does not apply) and the weighted total of the values
-that exist. Exit 0, or 2 for unusable input (a bad row is named by its line number).
+that exist; with `--explain`, also each reward's explanation of its value (`rewards.explain`): under the
+table, or as `explanations` ({name: why or null}) in each `--json` row. Exit 0, or 2 for unusable input
+(a bad row is named by its line number).
 """
 
 from __future__ import annotations
@@ -56,6 +58,16 @@ def _fmt(value: float | None) -> str:
     return "null" if value is None else f"{value:.4g}"
 
 
+def render_explanations(scored: list[dict[str, Any]]) -> str:
+    """Each row's explanations, one line per reward that gave one."""
+    lines = []
+    for r in scored:
+        for name, why in (r.get("explanations") or {}).items():
+            if why is not None:
+                lines.append(f"{r['index']:>5}  {name}: {why}")
+    return "\n".join(lines)
+
+
 def render_table(scored: list[dict[str, Any]]) -> str:
     """Rows as an aligned text table, then the mean of each reward over the rows where it applies."""
     names = list(scored[0]["rewards"]) if scored else []
@@ -77,7 +89,9 @@ def render_table(scored: list[dict[str, Any]]) -> str:
 @click.option("--completions", "completions", required=True, type=click.Path(path_type=Path),
               help="JSONL rows: prompt, completion and the dataset's columns.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def command(brief: Path, completions: Path, as_json: bool) -> None:
+@click.option("--explain", is_flag=True, help="Also give each reward's explanation of its value "
+              "(the extracted answer, the failing test, the schema path, ...).")
+def command(brief: Path, completions: Path, as_json: bool, explain: bool) -> None:
     """Run the brief's reward functions on given rows and print every reward and the weighted total."""
     loaded = load_checked_brief(str(brief), as_json)
     try:
@@ -100,9 +114,10 @@ def command(brief: Path, completions: Path, as_json: bool) -> None:
 
             with Progress(console=Console(stderr=True), transient=True) as bar:
                 task = bar.add_task("scoring", total=len(rows))
-                scored = score_rows(loaded, rows, funcs=funcs, progress=lambda n: bar.advance(task, n))
+                scored = score_rows(loaded, rows, funcs=funcs, progress=lambda n: bar.advance(task, n),
+                                    explain=explain)
         else:
-            scored = score_rows(loaded, rows, funcs=funcs)
+            scored = score_rows(loaded, rows, funcs=funcs, explain=explain)
     except (KeyError, ValueError, TypeError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         fail_unusable(UnusableInput(f"scoring failed: {message}", "check the rows' columns against the rewards' args",
@@ -116,4 +131,7 @@ def command(brief: Path, completions: Path, as_json: bool) -> None:
         click.echo(json.dumps({"rows": scored}))
     else:
         click.echo(render_table(scored))
+        if explain:
+            click.echo("")
+            click.echo(render_explanations(scored) or "(no reward of this brief explains its values)")
     sys.exit(EXIT_OK)

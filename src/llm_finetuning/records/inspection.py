@@ -1,7 +1,9 @@
 """The reward inspection record: scored samples a person reviewed, sealed, and bound to what they judged.
 
 Files: `<record>.json` (this format) and `<record>.samples.jsonl` beside it (one sample a line: id,
-prompt, completion, rewards {name: value}, and the reference fields of the data row).
+prompt, completion, rewards {name: value}, explanations {name: why or null} where the rewards gave them
+(samples written before explanations existed have none), and the reference fields of the data row).
+Every field of a sample line is bound by that line's sha256.
 
 Life cycle (a library API; `finetune inspect` and `finetune review` are thin shells over it):
 
@@ -95,6 +97,10 @@ def create_inspection(brief: Any, samples: list[dict[str, Any]], record_path: Pa
         rewards = row.get("rewards")
         if not isinstance(rewards, dict) or sorted(rewards) != sorted(names):
             raise RecordError(f"sample {row['id']} scores {sorted(rewards or {})}; the brief's rewards are {names}")
+        why = row.get("explanations")
+        if why is not None and (not isinstance(why, dict) or not set(why) <= set(names)
+                                or not all(w is None or isinstance(w, str) for w in why.values())):
+            raise RecordError(f"sample {row['id']}: explanations must map the brief's rewards {names} to text or null")
         rows.append(row)
     lines = [_sample_line(r) for r in rows]
     spath = samples_path(record_path)
@@ -168,6 +174,17 @@ def load_samples(record_path: Path) -> list[dict[str, Any]]:
             raise UnusableInput(f"{spath} line {n} is not JSON", "run `finetune inspect` again", str(spath)) from None
         out.append(obj)
     return out
+
+
+def sample_explanations(sample: dict[str, Any]) -> dict[str, str | None] | None:
+    """Each reward's explanation of one sample, made safe to print; None for a sample written before
+    explanations existed (or whose rewards gave none)."""
+    from llm_finetuning.rewards.explain import tidy
+
+    why = sample.get("explanations")
+    if not isinstance(why, dict) or not any(isinstance(w, str) for w in why.values()):
+        return None
+    return {str(name): tidy(w) if isinstance(w, str) else None for name, w in why.items()}
 
 
 def is_sealed(record: dict[str, Any]) -> bool:

@@ -49,7 +49,8 @@ def build_reward_funcs(brief: Any, tokenizer: Any = None) -> tuple[list[Callable
 def score_rows(brief: Any, rows: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
     """Score rows (prompt, completion and the dataset's columns) with every reward of the brief.
 
-    Returns `{"index", "rewards": {name: value}, "total"}` per row, in input order.
+    Returns `{"index", "rewards": {name: value}, "total"}` per row, in input order; with `explain=True`
+    each row also has `explanations` ({name: why or None}, see `rewards.explain`).
     """
     from llm_finetuning.rewards.build import score_rows as _score
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.rewards import registry, reward_names
+from llm_finetuning.rewards.explain import call_explained
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +52,26 @@ class CustomReward:
         state["_func"] = None
         return state
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def _call_args(self, columns: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
         if self._func is None:
             self._func = registry.load_custom(self.fn, self.search_dir)
         clash = sorted(set(self.args) & set(columns))
         if clash:
             raise ValueError(f"{self.__name__}: args {clash} have the same names as data columns; rename them")
-        out = self._func(prompts=prompts, completions=completions, **columns, **self.args)
+        return self._func, {**columns, **self.args}
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        func, kwargs = self._call_args(columns)
+        out = func(prompts=prompts, completions=completions, **kwargs)
         return check_output(self.__name__, out, len(completions))
+
+    def explained(self, prompts: list[Any], completions: list[Any],
+                  **columns: Any) -> list[tuple[float | None, str | None]]:
+        """The user's values with the explanations their function offers (`explained` or `explain`; see
+        `rewards.explain`), else None for each."""
+        func, kwargs = self._call_args(columns)
+        out, why = call_explained(func, prompts, completions, kwargs, self.__name__)
+        return list(zip(check_output(self.__name__, out, len(completions)), why, strict=True))
 
 
 def check_output(name: str, out: Any, n: int) -> list[float | None]:
@@ -180,10 +193,25 @@ def total_of(values: Iterable[float | None], weights: Iterable[float]) -> float 
     return sum(w * v for w, v in pairs) if pairs else None
 
 
+def _run_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], columns: dict[str, Any],
+                explain: bool) -> tuple[list[float | None], list[str | None]]:
+    """One reward over a chunk: checked values, and explanations when asked for (else all None)."""
+    if not explain:
+        values = func(prompts=prompts, completions=completions, **columns)
+        return check_output(func.__name__, values, len(completions)), [None] * len(completions)
+    values, why = call_explained(func, prompts, completions, columns)
+    return check_output(func.__name__, values, len(completions)), why
+
+
 def score_rows(brief: Any, rows: list[dict[str, Any]], *, chunk_size: int = 256,
                progress: Callable[[int], None] | None = None, tokenizer: Any = None,
-               funcs: tuple[list[RewardFunc], list[float]] | None = None) -> list[dict[str, Any]]:
-    """See `llm_finetuning.rewards.score_rows`. `progress(n)` is called after each chunk of n rows."""
+               funcs: tuple[list[RewardFunc], list[float]] | None = None,
+               explain: bool = False) -> list[dict[str, Any]]:
+    """See `llm_finetuning.rewards.score_rows`. `progress(n)` is called after each chunk of n rows.
+
+    `explain`: each row also gets `explanations` ({name: why or None}), from rewards that offer them
+    (`rewards.explain`).
+    """
     for i, row in enumerate(rows):
         validate_row(row, f"row {i}")
     if funcs is None:
@@ -193,13 +221,15 @@ def score_rows(brief: Any, rows: list[dict[str, Any]], *, chunk_size: int = 256,
     for start in range(0, len(rows), chunk_size):
         chunk = rows[start: start + chunk_size]
         prompts, completions, columns = _batch(chunk)
-        per_func = [check_output(f.__name__, f(prompts=prompts, completions=completions, **columns), len(chunk))
-                    for f in reward_funcs]
+        per_func = [_run_reward(f, prompts, completions, columns, explain) for f in reward_funcs]
         for j in range(len(chunk)):
-            values = [vals[j] for vals in per_func]
-            out.append({"index": start + j,
-                        "rewards": {f.__name__: v for f, v in zip(reward_funcs, values, strict=True)},
-                        "total": total_of(values, weights)})
+            values = [vals[j] for vals, _ in per_func]
+            scored: dict[str, Any] = {"index": start + j,
+                                      "rewards": {f.__name__: v for f, v in zip(reward_funcs, values, strict=True)},
+                                      "total": total_of(values, weights)}
+            if explain:
+                scored["explanations"] = {f.__name__: why[j] for f, (_, why) in zip(reward_funcs, per_func, strict=True)}
+            out.append(scored)
         if progress is not None:
             progress(len(chunk))
     return out

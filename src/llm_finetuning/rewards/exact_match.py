@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any
 
 from llm_finetuning.rewards._text import completion_text, prompt_text, remove_echo, strip_think
+from llm_finetuning.rewards.explain import quoted
 
 log = logging.getLogger(__name__)
 
@@ -118,25 +119,37 @@ def extract_last_number(text: str) -> str | None:
 
 def extract_answer(text: str, mode: str, pattern: re.Pattern[str] | None = None) -> str | None:
     """The answer the completion commits to under `mode`, or None when it gives none."""
-    if mode == "boxed":
-        return extract_boxed(text)
-    if mode == "hash":
-        return extract_hash(text)
-    if mode == "last_number":
-        return extract_last_number(text)
+    return extract_answer_how(text, mode, pattern)[0]
+
+
+def _extract_regex(text: str, pattern: re.Pattern[str] | None) -> str | None:
+    assert pattern is not None
+    matches = list(pattern.finditer(text))
+    if not matches:
+        return None
+    m = matches[-1]
+    value = m.group(1) if pattern.groups else m.group(0)
+    return value.strip() if value is not None and value.strip() else None
+
+
+_EXTRACTORS = {"boxed": extract_boxed, "hash": extract_hash, "last_number": extract_last_number}
+
+
+def extract_answer_how(text: str, mode: str, pattern: re.Pattern[str] | None = None) -> tuple[str | None, str]:
+    """(the answer under `mode`, the extraction that found it: boxed, hash, last_number or regex).
+
+    With `auto` the method is the first of boxed, hash, last_number that finds an answer (`auto` when
+    none does); otherwise it is `mode` itself.
+    """
     if mode == "regex":
-        assert pattern is not None
-        matches = list(pattern.finditer(text))
-        if not matches:
-            return None
-        m = matches[-1]
-        value = m.group(1) if pattern.groups else m.group(0)
-        return value.strip() if value is not None and value.strip() else None
-    for extract in (extract_boxed, extract_hash, extract_last_number):  # auto
+        return _extract_regex(text, pattern), "regex"
+    if mode in _EXTRACTORS:
+        return _EXTRACTORS[mode](text), mode
+    for name, extract in _EXTRACTORS.items():  # auto
         answer = extract(text)
         if answer is not None:
-            return answer
-    return None
+            return answer, name
+    return None, "auto"
 
 
 def reference_answer(gold: Any) -> str | None:
@@ -294,6 +307,11 @@ class MathVerifyWorker:
 # ---------------------------------------------------------------------------------------------------
 # The reward
 
+_METHOD = {"boxed": "the last \\boxed{}", "hash": "the #### answer", "last_number": "the last number",
+           "regex": "the regex"}
+_NOT_FOUND = {"auto": "no \\boxed{}, no ####, no number", "boxed": "no \\boxed{}", "hash": "no ####",
+              "last_number": "no number", "regex": "the regex did not match"}
+
 class ExactMatch:
     """Reward 1.0 when the final answer equals `columns[answer_field]`, 0.0 when not, None without a reference."""
 
@@ -325,16 +343,24 @@ class ExactMatch:
 
     def answer_of(self, completion: Any, prompt: Any = None) -> str | None:
         """The extracted answer of one completion (think blocks and echoed prompt removed)."""
+        return self.answer_and_method(completion, prompt)[0]
+
+    def answer_and_method(self, completion: Any, prompt: Any = None) -> tuple[str | None, str]:
+        """(the extracted answer, the extraction that found it); see `extract_answer_how`."""
         text = strip_think(completion_text(completion))
         if prompt is not None:
             text = remove_echo(text, prompt_text(prompt))
-        return extract_answer(text, self.mode, self.pattern)
+        return extract_answer_how(text, self.mode, self.pattern)
 
     def equal(self, gold: str, pred: str) -> bool:
+        return self.compare(gold, pred)[0]
+
+    def compare(self, gold: str, pred: str) -> tuple[bool, str]:
+        """(equal, how it was decided: `normalised`, `math-verify`, `math-verify timed out` or `plain`)."""
         if plain_equal(gold, pred):
-            return True
+            return True, "normalised"
         if not self.math_verify:
-            return False
+            return False, "plain"
         if self._worker is None:
             self._worker = MathVerifyWorker()
         result = self._worker.compare(gold, pred, self.timeout_s)
@@ -342,34 +368,48 @@ class ExactMatch:
             self.stats["timeouts"] += 1
             log.warning("%s: math-verify ran past %.1f s on %r vs %r; scored 0", self.__name__,
                         self.timeout_s, gold[:80], pred[:80])
-            return False
-        return result
+            return False, f"math-verify timed out after {self.timeout_s:g} s"
+        return result, "math-verify" if self._worker.available else "plain"
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def _score(self, prompts: list[Any] | None, completions: list[Any], columns: dict[str, Any],
+               why: bool) -> list[tuple[float | None, str | None]]:
         if self.answer_field not in columns:
             raise KeyError(f"{self.__name__}: no column {self.answer_field!r} in the data "
                            f"(columns: {', '.join(sorted(k for k in columns if k != 'completion_ids'))}); "
                            "set args.answer_field to the column holding the reference answer")
         golds = columns[self.answer_field]
         timeouts_before = self.stats["timeouts"]
-        out: list[float | None] = []
+        out: list[tuple[float | None, str | None]] = []
         for i, completion in enumerate(completions):
             gold = reference_answer(golds[i])
             if gold is None:
                 self.stats["no_reference"] += 1
-                out.append(None)
+                out.append((None, f"no reference in column {self.answer_field!r}: not scored" if why else None))
                 continue
-            pred = self.answer_of(completion, prompts[i] if prompts is not None else None)
+            pred, method = self.answer_and_method(completion, prompts[i] if prompts is not None else None)
             self.stats["scored"] += 1
             if pred is None:
                 self.stats["no_answer"] += 1
-                out.append(0.0)
+                out.append((0.0, f"no answer found ({_NOT_FOUND[self.mode]}); reference {quoted(gold)}"
+                            if why else None))
                 continue
-            out.append(1.0 if self.equal(gold, pred) else 0.0)
+            equal, how = self.compare(gold, pred)
+            verdict = f"equal ({how})" if equal else f"not equal ({how})"
+            out.append((1.0 if equal else 0.0,
+                        f"extracted {quoted(pred)} by {_METHOD[method]}; reference {quoted(gold)}: {verdict}"
+                        if why else None))
         log_metric = columns.get("log_metric")
         if callable(log_metric):
             log_metric(f"rewards/{self.__name__}/timeouts", float(self.stats["timeouts"] - timeouts_before))
         return out
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        return [value for value, _ in self._score(prompts, completions, columns, why=False)]
+
+    def explained(self, prompts: list[Any], completions: list[Any],
+                  **columns: Any) -> list[tuple[float | None, str | None]]:
+        """Each value with the answer extracted, how, the reference and how they compared."""
+        return self._score(prompts, completions, columns, why=True)
 
     def close(self) -> None:
         if self._worker is not None:

@@ -138,36 +138,63 @@ class JsonSchema:
 
     def score(self, completion: Any, schema: dict[str, Any]) -> float:
         """The reward of one completion against one schema."""
+        return self.score_explained(completion, schema, why=False)[0]
+
+    def score_explained(self, completion: Any, schema: dict[str, Any], why: bool = True) -> tuple[float, str]:
+        """(the reward of one completion against one schema, why: the parse error, the first schema
+        error by path with its message, or that it is valid; "" when `why` is false)."""
         try:
             instance = parse_strict(json_text(completion_text(completion), self.fenced))
-        except StrictJSONError:
+        except StrictJSONError as exc:
             self.stats["not_json"] += 1
-            return 0.0
+            return 0.0, f"{self._where(completion)} is not strict JSON: {exc}" if why else ""
         errors = list(self.validator(schema).iter_errors(instance))
         if not errors:
-            return 1.0
+            return 1.0, f"{self._where(completion)} is strict JSON and valid against the schema" if why else ""
         self.stats["invalid"] += 1
-        return partial_score(instance, schema, errors) if self.mode == "partial" else 0.0
+        if not why:
+            return (partial_score(instance, schema, errors) if self.mode == "partial" else 0.0), ""
+        first = min(errors, key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path]))
+        more = f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        reason = f"schema error at {first.json_path}: {first.message}{more}"
+        if self.mode == "partial":
+            value = partial_score(instance, schema, errors)
+            return value, f"{reason}; partial credit {value:g}"
+        return 0.0, reason
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def _where(self, completion: Any) -> str:
+        """Which text was read as JSON, for an explanation."""
+        fenced = self.fenced and _FENCE.search(strip_think(completion_text(completion)))
+        return "the last fenced block" if fenced else "the completion"
+
+    def _score(self, completions: list[Any], columns: dict[str, Any],
+               why: bool) -> list[tuple[float | None, str | None]]:
         if self.schema_field is not None and self.schema_field not in columns:
             raise KeyError(f"{self.__name__}: no column {self.schema_field!r} in the data; "
                            "set args.schema_field to the column holding each row's JSON Schema")
-        out: list[float | None] = []
+        out: list[tuple[float | None, str | None]] = []
         for i, completion in enumerate(completions):
             schema = self._row_schema(columns, i)
             if schema is None:
                 self.stats["bad_schema"] += 1
-                out.append(None)
+                out.append((None, f"column {self.schema_field!r} holds no JSON Schema object: not scored"))
                 continue
             try:
                 self.validator(schema)
             except Exception as exc:  # noqa: BLE001 - jsonschema's SchemaError and friends
                 self.stats["bad_schema"] += 1
-                log.warning("%s: row %d has an invalid schema (%s); no reward for it", self.__name__, i,
-                            str(exc).splitlines()[0][:200])
-                out.append(None)
+                reason = str(exc).splitlines()[0][:200]
+                log.warning("%s: row %d has an invalid schema (%s); no reward for it", self.__name__, i, reason)
+                out.append((None, f"the row's schema is invalid ({reason}): not scored"))
                 continue
             self.stats["scored"] += 1
-            out.append(self.score(completion, schema))
+            out.append(self.score_explained(completion, schema, why))
         return out
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        return [value for value, _ in self._score(completions, columns, why=False)]
+
+    def explained(self, prompts: list[Any], completions: list[Any],
+                  **columns: Any) -> list[tuple[float | None, str | None]]:
+        """Each value with why: the parse error, the first schema error (path and message), or valid."""
+        return self._score(completions, columns, why=True)

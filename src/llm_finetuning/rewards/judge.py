@@ -75,6 +75,14 @@ def parse_score(reply: str, max_score: int) -> float:
     return value / max_score
 
 
+def rationale_of(reply: str) -> str | None:
+    """The judge's reasoning: its reply without the final `SCORE:` line (None when nothing else is there)."""
+    lines = [ln.strip() for ln in reply.strip().splitlines() if ln.strip()]
+    if lines and _SCORE_LINE.match(lines[-1]):
+        lines = lines[:-1]
+    return " ".join(lines) or None
+
+
 def chat_url(endpoint: str) -> str:
     """The chat completions URL for a base URL (`http://host:8000/v1`) or a full URL."""
     endpoint = endpoint.rstrip("/")
@@ -107,6 +115,7 @@ class Judge:
         self.temperature = float(temperature)
         self.max_tokens = int(max_tokens)
         self.cache: dict[str, float] = {}
+        self.rationales: dict[str, str | None] = {}  # cache key -> the judge's reasoning for that score
         self.stats: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -165,7 +174,7 @@ class Judge:
             raise JudgeError(f"http_{resp.status}", data[:200].decode("utf-8", "replace"), retry=False)
         return data
 
-    def _attempt(self, prompt: str, completion: str) -> float:
+    def _attempt(self, prompt: str, completion: str) -> tuple[float, str | None]:
         body = json.dumps({"model": self.model, "messages": self.messages(prompt, completion),
                            "temperature": self.temperature, "max_tokens": self.max_tokens}).encode()
         data = self._post(body)
@@ -175,14 +184,20 @@ class Judge:
             raise JudgeError("bad_response", f"not a chat completion: {data[:120]!r}") from exc
         if not isinstance(reply, str):
             raise JudgeError("bad_response", "message content is not text")
-        return parse_score(reply, self.max_score)
+        return parse_score(reply, self.max_score), rationale_of(reply)
 
     def score_one(self, prompt: str, completion: str) -> tuple[float | None, str]:
         """(score, "") or (None, reason of the last failure) after the retries."""
+        value, reason, _ = self.score_with_rationale(prompt, completion)
+        return value, reason
+
+    def score_with_rationale(self, prompt: str, completion: str) -> tuple[float | None, str, str | None]:
+        """(score, "", the judge's reasoning) or (None, reason of the last failure, None) after the retries."""
         reason = ""
         for attempt in range(self.max_retries + 1):
             try:
-                return self._attempt(prompt, completion), ""
+                value, rationale = self._attempt(prompt, completion)
+                return value, "", rationale
             except JudgeError as exc:
                 reason = exc.reason
                 with self._lock:
@@ -192,7 +207,7 @@ class Judge:
                     break
                 wait = self.backoff_s * (2 ** attempt) * (0.5 + random.random() / 2)  # noqa: S311 - jitter
                 time.sleep(min(30.0, exc.retry_after if exc.retry_after is not None else wait))
-        return None, reason
+        return None, reason, None
 
     # -- the reward -------------------------------------------------------------------------------
 
@@ -201,19 +216,33 @@ class Judge:
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        return [value for value, _ in self.explained(prompts, completions, **columns)]
+
+    def explained(self, prompts: list[Any], completions: list[Any],
+                  **columns: Any) -> list[tuple[float | None, str | None]]:
+        """Each score with the judge's reasoning, or why there is no score."""
         texts = [(prompt_transcript(p), completion_text(c)) for p, c in zip(prompts, completions, strict=True)]
         keys = [self.cache_key(p, c) for p, c in texts]
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self.cache}
         failures: dict[str, str] = {}
         if todo:
             with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
-                results = dict(zip(todo, pool.map(lambda t: self.score_one(*t), todo.values()), strict=True))
-            for key, (value, reason) in results.items():
+                results = dict(zip(todo, pool.map(lambda t: self.score_with_rationale(*t), todo.values()),
+                                   strict=True))
+            for key, (value, reason, rationale) in results.items():
                 if value is None:
                     failures[key] = reason
                 else:
                     self.cache[key] = value
-        out: list[float | None] = [self.cache.get(k) for k in keys]
+                    self.rationales[key] = rationale
+        out: list[tuple[float | None, str | None]] = []
+        for k in keys:
+            if k in failures:
+                out.append((None, f"the judge gave no valid score after {self.max_retries + 1} attempts "
+                                  f"(last failure: {failures[k]}): not scored"))
+            else:
+                rationale = self.rationales.get(k)
+                out.append((self.cache.get(k), f"judge: {rationale}" if rationale else "the judge gave no reasoning"))
         failed = [failures[k] for k in keys if k in failures]
         with self._lock:
             self.stats["rows"] += len(keys)

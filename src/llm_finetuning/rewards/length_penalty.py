@@ -64,10 +64,36 @@ class LengthPenalty:
                 self._warned = True
         return len(completion_text(completion))
 
+    def counted_in(self, completion_ids: Sequence[int] | None) -> str:
+        """The unit lengths are actually counted in for one completion: tokens or chars."""
+        if self.unit == "tokens" and (completion_ids is not None or self.tokenizer is not None):
+            return "tokens"
+        return "chars"
+
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         ids = columns.get("completion_ids")
         return [overlong_penalty(self.length(c, ids[i] if ids is not None else None), self.max_length, self.buffer)
                 for i, c in enumerate(completions)]
+
+    def explained(self, prompts: list[Any], completions: list[Any],
+                  **columns: Any) -> list[tuple[float | None, str | None]]:
+        """Each penalty with the length it was computed from and where the penalty starts."""
+        ids = columns.get("completion_ids")
+        out: list[tuple[float | None, str | None]] = []
+        start = self.max_length - self.buffer
+        for i, c in enumerate(completions):
+            row_ids = ids[i] if ids is not None else None
+            n = self.length(c, row_ids)
+            unit = self.counted_in(row_ids)
+            penalty = overlong_penalty(n, self.max_length, self.buffer)
+            if n <= start:
+                where = f"within {start} (no penalty)"
+            elif n <= self.max_length:
+                where = f"past {start}, in the buffer up to {self.max_length}"
+            else:
+                where = f"past max_length {self.max_length}"
+            out.append((penalty, f"{n} {unit}, {where}: penalty {penalty:g}"))
+        return out
 
 
 class SoftOverlong:

@@ -21,8 +21,9 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any
 
+from llm_finetuning.rewards.explain import quoted
 from llm_finetuning.sandbox import JobResult, Limits, SandboxPool, get_pool
-from llm_finetuning.sandbox.judge import PreparedTest, judge_io, judge_tests, prepare_test
+from llm_finetuning.sandbox.judge import PreparedTest, failed_case_reasons, failed_test_reasons, prepare_test
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
@@ -141,24 +142,52 @@ class UnitTests:
         return jobs, judges
 
     def _score(self, judge: Any, result: Any) -> float | None:
+        return self._score_explained(judge, result, None, "")[0]
+
+    def _score_explained(self, judge: Any, result: Any, tests: tuple[str, ...] | None,
+                         code: str) -> tuple[float | None, str]:
+        """(the fraction passed, why: the first failing test or case and its error, or all passed)."""
+        field = self.io_field or self.tests_field
         if judge is None:
-            return None
+            return None, f"column {field!r} holds no {'cases' if self.io_field else 'tests'} in the expected shape: not scored"
         n = len(judge)
         if n == 0:
-            return None
+            return None, f"column {field!r} holds no {'cases' if self.io_field else 'tests'}: not scored"
         if result is None:
-            return 0.0
+            return 0.0, f"0/{n} passed: the solution does not compile ({_compile_error(code)})"
         # After a timeout or an overflow the job was killed: tests whose records all arrived still count.
         if self.io_field:
-            passed = judge_io([c[1] for c in judge], result.records)
+            failures = failed_case_reasons([c[1] for c in judge], result.records)
         else:
-            passed = judge_tests(judge, result.records)
-        return sum(passed) / n
+            failures = failed_test_reasons(judge, result.records)
+        passed = sum(1 for f in failures if f is None)
+        if passed == n:
+            return 1.0, f"all {n} passed"
+        first = next(i for i, f in enumerate(failures) if f is not None)
+        what = (f"case {first + 1} (stdin {quoted(judge[first][0], 40)})" if self.io_field
+                else f"test {first + 1} {quoted(tests[first], 60)}" if tests is not None else f"test {first + 1}")
+        stopped = {"timeout": f"; the run hit the {self.timeout_s:g} s limit",
+                   "overflow": "; the run's output went over the limit"}.get(result.status, "")
+        return passed / n, f"{passed}/{n} passed; first failure: {what}: {failures[first]}{stopped}"
 
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         jobs, judges = self._plan(completions, columns)
         futures = self._submit(jobs)
         return [self._score(j, f.result() if f is not None else None) for j, f in zip(judges, futures, strict=True)]
+
+    def explained(self, prompts: list[Any], completions: list[Any],
+                  **columns: Any) -> list[tuple[float | None, str | None]]:
+        """Each value with the first failing test (or case) and its error, or "all N passed"."""
+        jobs, judges = self._plan(completions, columns)
+        futures = self._submit(jobs)
+        field = self.io_field or self.tests_field
+        assert field is not None
+        out: list[tuple[float | None, str | None]] = []
+        for i, (judge, future) in enumerate(zip(judges, futures, strict=True)):
+            tests = None if self.io_field else _test_list(columns[field][i])
+            out.append(self._score_explained(judge, future.result() if future is not None else None, tests,
+                                             completion_code(completions[i])))
+        return out
 
     def _submit(self, jobs: list[dict[str, Any] | None]) -> list[Future[JobResult] | None]:
         runnable = [job for job in jobs if job is not None]
@@ -184,13 +213,20 @@ class AsyncUnitTests(UnitTests):
 
 def _compiles(code: str) -> bool:
     """Compile (never run) the solution here: code that cannot compile scores 0 without a sandbox job."""
+    return _compile_error(code) is None
+
+
+def _compile_error(code: str) -> str | None:
+    """None when the solution compiles (compiled, never run), else the error in a few words."""
     if len(code) > MAX_SOLUTION_CHARS:
-        return False
+        return f"over {MAX_SOLUTION_CHARS} characters"
     try:
         compile(code, "<solution>", "exec")
-        return True
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return False
+        return None
+    except SyntaxError as exc:
+        return f"SyntaxError: {exc.msg} (line {exc.lineno})"
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return type(exc).__name__
 
 
 def _test_list(spec: Any) -> tuple[str, ...] | None:

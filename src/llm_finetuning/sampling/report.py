@@ -1,7 +1,9 @@
 """The readable inspection report: Markdown and one self-contained HTML page (no script, no network).
 
-Each sample shows the prompt, the completion, every reward's value and the reference fields of its
-data row side by side, so a person can judge whether each reward value is right. The HTML page names
+Each sample shows the prompt, the completion, every reward's value with the reward's explanation of it
+(the answer it extracted, the test that failed, the schema path, ...; none for samples written before
+explanations existed) and the reference fields of its data row side by side, so a person can judge
+whether each reward value is right. The HTML page names
 the sample count in its title and heading, and marks each sample with `class="sample"`.
 """
 
@@ -13,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.records.inspection import sample_explanations
 from llm_finetuning.sampling.data import prompt_text
 from llm_finetuning.sampling.select import bin_counts
 
@@ -62,10 +65,24 @@ def render_markdown(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines += [f"## {i}/{n} `{s['id']}`: {outcome}, total {_value(s.get('total'))}{flags}", "",
                   "**Prompt**", "", _fence(prompt_text(s["prompt"])), "",
                   "**Completion**", "", _fence(s["completion"]), "",
-                  "| reward | value |", "| --- | --- |"]
-        lines += [f"| `{name}` | {_value(v)} |" for name, v in s["rewards"].items()]
+                  *_markdown_rewards(s)]
         lines += ["", "**Reference**", "", _fence(_reference_text(s.get("reference", {}))), ""]
     return "\n".join(lines)
+
+
+def _markdown_cell(text: str) -> str:
+    return html.escape(text, quote=False).replace("|", "\\|").replace("`", "\\`")
+
+
+def _markdown_rewards(sample: dict[str, Any]) -> list[str]:
+    """The sample's reward table: value, and why where the rewards explained themselves."""
+    why = sample_explanations(sample)
+    if why is None:
+        return ["| reward | value |", "| --- | --- |",
+                *[f"| `{name}` | {_value(v)} |" for name, v in sample["rewards"].items()]]
+    return ["| reward | value | why |", "| --- | --- | --- |",
+            *[f"| `{name}` | {_value(v)} | {_markdown_cell(why.get(name) or '')} |"
+              for name, v in sample["rewards"].items()]]
 
 
 _CSS = """
@@ -76,13 +93,14 @@ h1{font-size:22px;margin:0 0 8px}
 .sample{border:1px solid #d0d7de;border-radius:8px;margin:0 0 16px;padding:12px 16px;background:#fafbfc}
 .sample.success{border-left:6px solid #1a7f37}.sample.failure{border-left:6px solid #cf222e}
 .sample h2{font-size:15px;margin:0 0 8px}
-.grid{display:grid;grid-template-columns:1fr 1fr 320px;gap:12px}
+.grid{display:grid;grid-template-columns:1fr 1fr 400px;gap:12px}
 .label{font-size:12px;font-weight:600;text-transform:uppercase;color:#57606a;margin-bottom:4px}
 pre{white-space:pre-wrap;word-break:break-word;background:#fff;border:1px solid #e1e4e8;border-radius:6px;
 padding:8px;margin:0;font-size:13px;max-height:420px;overflow:auto}
 table{border-collapse:collapse;width:100%;font-size:13px;margin-bottom:8px}
 td,th{border:1px solid #e1e4e8;padding:4px 6px;text-align:left}
 .ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}
+.why{color:#3d444d;font-size:12px}
 .badge{display:inline-block;font-size:11px;padding:1px 6px;border-radius:10px;background:#fff1c2;color:#7a4b00}
 """
 
@@ -109,10 +127,13 @@ def render_html(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     for i, s in enumerate(samples, 1):
         outcome = "success" if s.get("success") else "failure"
         badge = ' <span class="badge">cut at max_completion_length</span>' if s.get("truncated") else ""
+        why = sample_explanations(s)
         rows = "".join(
             f"<tr><td><code>{esc(name)}</code></td>"
-            f"<td class=\"{'ok' if v is not None and float(v) >= 1 else 'bad'}\">{esc(_value(v))}</td></tr>"
+            f"<td class=\"{'ok' if v is not None and float(v) >= 1 else 'bad'}\">{esc(_value(v))}</td>"
+            + (f'<td class="why">{esc(why.get(name) or "")}</td>' if why is not None else "") + "</tr>"
             for name, v in s["rewards"].items())
+        head = "<tr><th>reward</th><th>value</th>" + ("<th>why</th>" if why is not None else "") + "</tr>"
         parts += [
             f'<section class="sample {outcome}" id="{esc(s["id"])}" data-sample-id="{esc(s["id"])}">',
             f"<h2>{i}/{n} <code>{esc(s['id'])}</code>: {outcome}, total {esc(_value(s.get('total')))}{badge}</h2>",
@@ -120,7 +141,7 @@ def render_html(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f'<div><div class="label">Prompt</div><pre>{esc(prompt_text(s["prompt"]))}</pre></div>',
             f'<div><div class="label">Completion</div><pre>{esc(s["completion"])}</pre></div>',
             '<div><div class="label">Rewards</div>'
-            f"<table><tr><th>reward</th><th>value</th></tr>{rows}</table>"
+            f"<table>{head}{rows}</table>"
             f'<div class="label">Reference</div><pre>{esc(_reference_text(s.get("reference", {})))}</pre></div>',
             "</div>", "</section>",
         ]

@@ -35,7 +35,8 @@ class SampledPrompt:
     row: dict[str, Any]
     messages: list[dict[str, str]]
     completions: list[Completion]
-    scores: list[dict[str, Any]] = field(default_factory=list)  # {"rewards": {name: v}, "total": v}
+    # {"rewards": {name: v}, "total": v}, and "explanations": {name: why} when scored with explain
+    scores: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -130,8 +131,11 @@ def prompts_at(brief: Any, data_split: DataSplit, indices: list[int], system_pro
             for i in indices]
 
 
-def score_run(brief: Any, run: SamplingRun) -> None:
-    """Score every completion of `run` in place with every reward of the brief (bar on stderr)."""
+def score_run(brief: Any, run: SamplingRun, explain: bool = False) -> None:
+    """Score every completion of `run` in place with every reward of the brief (bar on stderr).
+
+    `explain`: each score also keeps every reward's explanation (`rewards.explain`), for a person to read.
+    """
     from tqdm import tqdm
 
     from llm_finetuning.rewards import score_rows
@@ -149,7 +153,8 @@ def score_run(brief: Any, run: SamplingRun) -> None:
         kwargs["tokenizer"] = run.tokenizer
     with tqdm(total=len(rows), desc="Scoring", unit="completion", file=sys.stderr, dynamic_ncols=True,
               mininterval=0.5) as bar:
-        scored = score_rows(brief, rows, progress=bar.update, **kwargs)
+        scored = score_rows(brief, rows, progress=bar.update, explain=explain, **kwargs)
     it = iter(scored)
     for p in run.prompts:
-        p.scores = [{"rewards": s["rewards"], "total": s["total"]} for _, s in zip(p.completions, it, strict=False)]
+        p.scores = [{k: s[k] for k in ("rewards", "total", "explanations") if k in s}
+                    for _, s in zip(p.completions, it, strict=False)]

@@ -402,38 +402,75 @@ def evaluate(node: ast.expr, probes: list[Any]) -> Any:
 
 def assertion_holds(assertion: Assertion, results: Any) -> bool:
     """True only for a well-formed probe record whose values make the assertion true here."""
+    return assertion_failure(assertion, results) is None
+
+
+def assertion_failure(assertion: Assertion, results: Any, sources: list[str] | None = None) -> str | None:
+    """None when the assertion holds on a well-formed probe record, else why not, in a few words.
+
+    `sources` (the probe expressions) name the values the solution produced: `f(2) gave 5`.
+    """
     if not isinstance(results, list) or len(results) != assertion.n_probes:
-        return False
+        return "malformed record"
     probes: list[Any] = []
     for item in results:
         if not isinstance(item, list) or len(item) != 2 or item[0] not in ("ok", "err"):
-            return False
+            return "malformed record"
         if item[0] == "ok":
             try:
                 probes.append(("ok", decode_value(item[1])))
             except Malformed:
-                return False
+                return "malformed value"
         else:
             probes.append(("err", str(item[1])[:100]))
+    for i, (kind, value) in enumerate(probes):
+        if kind == "err":
+            return f"{_probe_name(sources, i)} raised {value}"
     try:
         value = evaluate(assertion.expr, probes)
     except (_EvalError, ArithmeticError, TypeError, ValueError, KeyError, IndexError, RecursionError,
-            MemoryError, AttributeError):
-        return False
-    return value is True or (type(value) in (int, float, str, list, tuple, dict, set) and bool(value))
+            MemoryError, AttributeError) as exc:
+        return f"could not be checked ({type(exc).__name__}: {str(exc)[:80]})"
+    if value is True or (type(value) in (int, float, str, list, tuple, dict, set) and bool(value)):
+        return None
+    got = ", ".join(f"{_probe_name(sources, i)} gave {_short(v)}" for i, (_, v) in enumerate(probes))
+    return "assertion false" + (f": {got}" if got else "")
+
+
+def _probe_name(sources: list[str] | None, i: int) -> str:
+    return _short_text(sources[i]) if sources is not None and i < len(sources) else f"value {i + 1}"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # an int too long for repr, a deep structure
+        text = f"<{type(value).__name__}>"
+    return _short_text(text, limit)
+
+
+def _short_text(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def judge_tests(prepared: list[PreparedTest | None], raw: bytes) -> list[bool]:
     """Per test: passed only with exactly one completion marker, no failure record, and exactly one
     well-formed, true record for each top-level assertion. A malformed stream fails every test."""
-    passed = [False] * len(prepared)
+    return [why is None for why in failed_test_reasons(prepared, raw)]
+
+
+def failed_test_reasons(prepared: list[PreparedTest | None], raw: bytes) -> list[str | None]:
+    """Per test: None when it passed (the rules of `judge_tests`), else why it failed, in a few words.
+
+    The reasons quote exception names and values that came from the job: data to show, never to trust.
+    """
     try:
         records = split_records(raw)
-    except Malformed:
-        return passed
+    except Malformed as exc:
+        return [f"malformed record stream ({exc})"] * len(prepared)
     seen_values: dict[tuple[int, int], Any] = {}
     done: dict[int, int] = {}
-    failed: set[int] = set()
+    failed: dict[int, str] = {}
     for rec in records:
         kind = rec[0]
         if kind == "s" and len(rec) == 2:
@@ -441,24 +478,35 @@ def judge_tests(prepared: list[PreparedTest | None], raw: bytes) -> list[bool]:
         if kind == "v" and len(rec) == 4 and _is_index(rec[1]) and _is_index(rec[2]):
             key = (rec[1], rec[2])
             if key in seen_values:
-                failed.add(rec[1])
+                failed.setdefault(rec[1], "the same check was reported twice")
             seen_values[key] = rec[3]
         elif kind == "x" and len(rec) == 4 and _is_index(rec[1]):
-            failed.add(rec[1])
+            failed.setdefault(rec[1], f"raised {str(rec[3])[:100]}")
         elif kind == "d" and len(rec) == 2 and _is_index(rec[1]):
             done[rec[1]] = done.get(rec[1], 0) + 1
         else:
-            return [False] * len(prepared)
+            return ["malformed record"] * len(prepared)
+    out: list[str | None] = []
     for ti, test in enumerate(prepared):
-        if test is None or ti in failed or done.get(ti) != 1:
-            continue
-        ok = True
-        for si, assertion in test.assertions.items():
-            if (ti, si) not in seen_values or not assertion_holds(assertion, seen_values[(ti, si)]):
-                ok = False
-                break
-        passed[ti] = ok
-    return passed
+        if test is None:
+            out.append("the test does not parse")
+        elif ti in failed:
+            out.append(failed[ti])
+        elif done.get(ti) != 1:
+            out.append("did not finish" if ti not in done else "finished more than once")
+        else:
+            out.append(_first_failed_assertion(ti, test, seen_values))
+    return out
+
+
+def _first_failed_assertion(ti: int, test: PreparedTest, seen_values: dict[tuple[int, int], Any]) -> str | None:
+    for si, assertion in test.assertions.items():
+        if (ti, si) not in seen_values:
+            return "an assertion was never checked"
+        why = assertion_failure(assertion, seen_values[(ti, si)], test.steps[si][1])
+        if why is not None:
+            return why
+    return None
 
 
 def normalize_output(text: str) -> str:
@@ -471,19 +519,45 @@ def normalize_output(text: str) -> str:
 
 def judge_io(expected: list[str], raw: bytes) -> list[bool]:
     """Per case: exactly one untruncated output record whose text equals the expected stdout here."""
-    passed = [False] * len(expected)
+    return [why is None for why in failed_case_reasons(expected, raw)]
+
+
+def failed_case_reasons(expected: list[str], raw: bytes) -> list[str | None]:
+    """Per case: None when it passed (the rules of `judge_io`), else why not: the first differing line."""
     try:
         records = split_records(raw)
-    except Malformed:
-        return passed
+    except Malformed as exc:
+        return [f"malformed record stream ({exc})"] * len(expected)
     outputs: dict[int, str | None] = {}
+    codes: dict[int, Any] = {}
     for rec in records:
         if rec[0] != "o" or len(rec) != 5 or not _is_index(rec[1]) or not isinstance(rec[2], str) \
                 or type(rec[3]) is not bool:
-            return passed
+            return ["malformed record"] * len(expected)
         ci = rec[1]
         outputs[ci] = None if ci in outputs or rec[3] else rec[2]
+        codes[ci] = rec[4]
+    out: list[str | None] = []
     for ci, want in enumerate(expected):
-        got = outputs.get(ci)
-        passed[ci] = got is not None and normalize_output(got) == normalize_output(want)
-    return passed
+        if ci not in outputs:
+            out.append("no output (the run stopped before this case)")
+            continue
+        got = outputs[ci]
+        if got is None:
+            out.append("output over the size limit or reported twice")
+            continue
+        out.append(_io_difference(normalize_output(want), normalize_output(got), codes[ci]))
+    return out
+
+
+def _io_difference(want: str, got: str, code: Any) -> str | None:
+    if want == got:
+        return None
+    exited = f" (exit code {code})" if type(code) is int and code != 0 else ""
+    want_lines, got_lines = want.split("\n"), got.split("\n")
+    for n, (w, g) in enumerate(zip(want_lines, got_lines, strict=False), 1):
+        if w != g:
+            return f"stdout line {n}: expected {_short(w, 60)}, got {_short(g, 60)}{exited}"
+    if len(got_lines) < len(want_lines):
+        return f"stdout has {len(got_lines)} lines, expected {len(want_lines)}{exited}"
+    return f"stdout has {len(got_lines)} lines, expected {len(want_lines)}: extra {_short(got_lines[len(want_lines)], 60)}{exited}"
