@@ -230,15 +230,10 @@ def _trainer_class() -> Any:
     return RunTrainer
 
 
-def _resolve_model(brief: Any, config_ref: str) -> tuple[str, Any]:
-    """(path for from_pretrained, resolved model or None). Embedded and GGUF models are dequantised once."""
-    try:
-        from llm_finetuning.models import resolve_model
-    except ImportError:
-        if config_ref.startswith("embedded:"):
-            raise LaunchRefused([f"model.id: {config_ref} needs llm_finetuning.models, which is not installed. "
-                                 "Fix: install a complete llm-finetuning"], EXIT_UNUSABLE) from None
-        return config_ref, None
+def _resolve_model(brief: Any) -> tuple[str, Any]:
+    """(path for from_pretrained, resolved model). Embedded and GGUF models are dequantised once."""
+    from llm_finetuning.models import resolve_model
+
     resolved = resolve_model(brief.data["model"], brief.folder)
     return str(resolved.path), resolved
 
@@ -288,19 +283,10 @@ def _held_out_evaluator(brief: Any, run_dir: Path, training_args: Any) -> Any:
         raise LaunchRefused([f"held_out_eval: {exc.line()}"], EXIT_UNUSABLE) from None
 
 
-def _load_tokenizer(resolved: Any, path: str, revision: str | None) -> Any:
-    tok = None
-    if resolved is not None:
-        try:
-            from llm_finetuning.models import load_tokenizer
+def _load_tokenizer(resolved: Any) -> Any:
+    from llm_finetuning.models import load_tokenizer
 
-            tok = load_tokenizer(resolved)
-        except ImportError:
-            pass
-    if tok is None:
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(path, revision=revision)
+    tok = load_tokenizer(resolved)
     tok.padding_side = "left"  # decoder-only generation pads on the left, as TRL's own loader does
     tok.truncation_side = "left"
     if tok.pad_token is None and tok.eos_token is not None:
@@ -332,7 +318,7 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         from llm_finetuning.render.tracking import TENSORBOARD_DIR
 
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / TENSORBOARD_DIR)
-    model_path, resolved = _resolve_model(brief, str(model_args.model_name_or_path))
+    model_path, resolved = _resolve_model(brief)
     output_dir = (run_dir / training_args.output_dir).resolve()
     training_args.output_dir = str(output_dir)
 
@@ -359,7 +345,7 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         "dtype": model_args.dtype,
     }
     model_init_kwargs.update(training_args.model_init_kwargs or {})
-    if resolved is not None and getattr(resolved, "revision", None) is None and model_path != model_args.model_name_or_path:
+    if getattr(resolved, "revision", None) is None and model_path != model_args.model_name_or_path:
         model_init_kwargs.pop("revision", None)  # a dequantised local copy has no hub revision
     training_args.model_init_kwargs = model_init_kwargs
 
@@ -371,7 +357,7 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         module, _, attr = ref.rpartition(".")
         reward_funcs.append(getattr(importlib.import_module(module), attr))
 
-    tokenizer = _load_tokenizer(resolved, model_path, model_init_kwargs.get("revision"))
+    tokenizer = _load_tokenizer(resolved)
     dataset = get_dataset(dataset_args)[script_args.dataset_train_split]
     try:  # a hub dataset is first seen here: its columns against the rewards', before any model loads
         require_columns(brief.data["data"], brief.data["rewards"], [dict.fromkeys(dataset.column_names)],

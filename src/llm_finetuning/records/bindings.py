@@ -9,8 +9,6 @@ files, imports no reward code and no ML library.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ from llm_finetuning.records._io import (
     sha256_json,
     stat_key,
 )
-from llm_finetuning.rewards import registry
+from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
@@ -40,23 +38,8 @@ def reward_names(rewards: list[dict[str, Any]]) -> list[str]:
     return names
 
 
-def _builtin_module_file(fn: str) -> Path | None:
-    """The built-in reward's module file, found from its registry entry without importing it."""
-    entry = registry.BUILTINS.get(fn)
-    if entry is None:
-        return None
-    module = entry[0].partition(":")[0]
-    parts = module.split(".")
-    if parts[0] == "llm_finetuning":
-        return PACKAGE_DIR.joinpath(*parts[1:]).with_suffix(".py")
-    spec = importlib.util.find_spec(parts[0])  # top level only: never imports the reward module itself
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))).joinpath(*parts[1:]).with_suffix(".py")
-
-
 def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
-    """`_reward_source_files`, remembered on disk while none of the files found (nor their folders, nor
+    """`rewards.sources.reward_source_files`, remembered on disk while none of the files found (nor their folders, nor
     the brief's folder) changed size or mtime: finding them parses every module of the closure."""
     import json
 
@@ -74,7 +57,7 @@ def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
         files = [Path(f) for f in hit["files"]]
         if hit.get("stats") == _source_stats(files, folder):
             return files
-    files = _reward_source_files(fn, folder)
+    files = [Path(p) for p in _reward_sources(fn, folder)]
     entries[key] = {"files": [str(f) for f in files], "stats": _source_stats(files, folder)}
     with contextlib.suppress(OSError, ValueError):
         atomic_write_json(cache, entries)
@@ -84,27 +67,6 @@ def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
 def _source_stats(files: list[Path], folder: Path) -> list[Any]:
     dirs = sorted({str(f.parent) for f in files} | {str(folder)})
     return [stat_key(f) for f in files] + [stat_key(Path(d)) for d in dirs]
-
-
-def _reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
-    """Source files whose bytes bind a record to the code of reward `fn`.
-
-    Uses `llm_finetuning.rewards.reward_source_files` (the rewards area's own answer, which also lists
-    the helper modules a built-in imports) when it exists; otherwise the built-in's module file, or the
-    custom module's file as `registry.locate_custom` finds it.
-    """
-    try:
-        rewards_pkg = importlib.import_module("llm_finetuning.rewards")
-        provided = getattr(rewards_pkg, "reward_source_files", None)
-    except ImportError:
-        provided = None
-    if provided is not None:
-        return [Path(p) for p in provided(fn, brief_folder)]
-    if registry.is_custom(fn):
-        location, _ = registry.locate_custom(fn, brief_folder)
-        return [location.file] if location is not None and location.file is not None else []
-    file = _builtin_module_file(fn)
-    return [file] if file is not None else []
 
 
 def file_label(path: Path, brief_folder: Path) -> str:
