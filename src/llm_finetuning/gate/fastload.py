@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import llm_finetuning
-from llm_finetuning.brief import Brief, sha256_bytes
-from llm_finetuning.records._io import atomic_write_json, cache_dir
+from llm_finetuning.brief import Brief
+from llm_finetuning.fileio import atomic_write_json, cache_dir, sha256_bytes
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
 CODE_FILES = ("brief/__init__.py", "brief/check.py", "brief/columns.py", "brief/load.py",

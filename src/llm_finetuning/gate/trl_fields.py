@@ -17,7 +17,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from llm_finetuning.records._io import atomic_write_json, cache_dir
+from llm_finetuning.fileio import atomic_write_json, cache_dir
 
 # Names re-exported by a package's lazy __init__: where their class is defined.
 KNOWN_LOCATIONS = {("transformers", "TrainingArguments"): "training_args.py"}

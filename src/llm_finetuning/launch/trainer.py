@@ -25,6 +25,7 @@ from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
+from llm_finetuning.fileio import atomic_write_text, replace_folder
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.checkpoints import (
     commit_checkpoint,
@@ -98,9 +99,7 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
             continue  # a line cut by a kill
         if isinstance(row, dict) and "event" not in row and int(row.get("step", 0)) <= max_step:
             kept.append(line)
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, "".join(k + "\n" for k in kept), 0o644)
 
 
 def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = None) -> list[Any]:
@@ -411,8 +410,6 @@ def _save_final(trainer: Any, run_dir: Path) -> str:
     trainer.save_model(str(tmp))
     trainer.accelerator.wait_for_everyone()
     if trainer.accelerator.is_main_process:
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        replace_folder(tmp, final)
     trainer.accelerator.wait_for_everyone()
     return str(final)

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import llm_finetuning
-from llm_finetuning.records._io import (
+from llm_finetuning.fileio import (
     atomic_write_json,
     cache_dir,
     sha256_bytes,
-    sha256_file,
+    sha256_file_or_none,
     sha256_json,
     stat_key,
 )
@@ -87,7 +87,7 @@ def reward_bindings(rewards: list[dict[str, Any]], brief_folder: Path) -> list[d
         fn = str(spec.get("fn"))
         code: dict[str, str] = {}
         for f in reward_source_files(fn, brief_folder):
-            code[file_label(f, brief_folder)] = sha256_file(f) or "unreadable"
+            code[file_label(f, brief_folder)] = sha256_file_or_none(f) or "unreadable"
         out.append({"name": name, "fn": fn, "spec_sha256": sha256_json(spec), "code": code})
     return out
 
@@ -114,7 +114,7 @@ def model_fingerprint(model: dict[str, Any], brief_folder: Path) -> str:
         return f"hub:{mid}@{model.get('revision') or 'main'}"
     d = Path(mid).expanduser()
     d = d if d.is_absolute() else brief_folder / d
-    parts: list[Any] = [sha256_file(d / "config.json") or "no-config"]
+    parts: list[Any] = [sha256_file_or_none(d / "config.json") or "no-config"]
     try:
         files = sorted(p for p in d.iterdir() if p.name.endswith(WEIGHT_SUFFIXES))
     except OSError:
@@ -141,7 +141,7 @@ def data_binding(data: dict[str, Any], brief_folder: Path) -> tuple[str, str]:
     p = Path(ref).expanduser()
     p = p if p.is_absolute() else brief_folder / p
     if p.is_file():
-        return ref, sha256_file(p) or "unreadable"
+        return ref, sha256_file_or_none(p) or "unreadable"
     return ref, sha256_bytes(f"hub:{ref}:{data.get('split', 'train')}".encode())
 
 

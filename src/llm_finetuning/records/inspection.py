@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.records._io import (
+from llm_finetuning.fileio import (
     atomic_write_bytes,
     atomic_write_json,
     canonical_json,

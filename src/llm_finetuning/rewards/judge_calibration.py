@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.records._io import atomic_write_json
+from llm_finetuning.fileio import atomic_write_json, sha256_file
 from llm_finetuning.rewards import registry
 
 FORMAT = "llm-finetuning/judge-calibration/1"
@@ -130,7 +130,7 @@ def calibrate(judge: Any, spec: dict[str, Any], name: str, items: list[dict[str,
     return {
         "reward": name,
         "judge": judge_binding(args),
-        "labels": {"path": str(labels_path), "sha256": hashlib.sha256(Path(labels_path).read_bytes()).hexdigest()},
+        "labels": {"path": str(labels_path), "sha256": sha256_file(labels_path)},
         "figures": figures,
         "min_agreement": threshold,
         "meets_threshold": figures["n_scored"] > 0 and figures["agreement"] >= threshold,
