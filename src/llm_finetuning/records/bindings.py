@@ -21,21 +21,11 @@ from llm_finetuning.fileio import (
     sha256_json,
     stat_key,
 )
+from llm_finetuning.rewards.registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
-
-
-def reward_names(rewards: list[dict[str, Any]]) -> list[str]:
-    """Each reward's metric name: its `fn`, suffixed `#2`, `#3` where a name repeats (TRL `__name__`)."""
-    seen: dict[str, int] = {}
-    names = []
-    for spec in rewards:
-        fn = str(spec.get("fn"))
-        seen[fn] = seen.get(fn, 0) + 1
-        names.append(fn if seen[fn] == 1 else f"{fn}#{seen[fn]}")
-    return names
 
 
 def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:

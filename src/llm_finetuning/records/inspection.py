@@ -43,8 +43,9 @@ from llm_finetuning.fileio import (
     shown,
     utc_now,
 )
-from llm_finetuning.records.bindings import current_bindings, reward_names, stale_problems
+from llm_finetuning.records.bindings import current_bindings, stale_problems
 from llm_finetuning.records.problem import KINDS, Problem
+from llm_finetuning.rewards.registry import reward_names
 
 FORMAT = "llm-finetuning/inspection@1"
 FORMAT_PREFIX = "llm-finetuning/inspection@"

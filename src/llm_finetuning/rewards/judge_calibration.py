@@ -27,7 +27,7 @@ FORMAT = "llm-finetuning/judge-calibration/1"
 MIN_ITEMS = 50
 # The judge settings that change its scores; the record binds them.
 BOUND_ARGS = ("endpoint", "model", "rubric", "max_score", "temperature", "max_tokens")
-_DEFAULTS = {k: v["default"] for k, v in registry.BUILTINS["judge"][1]["properties"].items() if "default" in v}
+_DEFAULTS = registry.arg_defaults("judge")
 
 
 def judge_binding(args: dict[str, Any]) -> dict[str, Any]:
