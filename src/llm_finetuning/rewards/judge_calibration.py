@@ -12,7 +12,6 @@ Pure: no reward code is imported here except by `calibrate`, which is handed a b
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from datetime import datetime, timezone
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.fileio import atomic_write_json, sha256_file
+from llm_finetuning.fileio import atomic_write_json, sha256_bytes, sha256_file
 from llm_finetuning.rewards import registry
 
 FORMAT = "llm-finetuning/judge-calibration/1"
@@ -33,9 +32,9 @@ _DEFAULTS = registry.arg_defaults("judge")
 def judge_binding(args: dict[str, Any]) -> dict[str, Any]:
     """The bound settings of a judge spec's args (defaults filled) and their sha256."""
     bound = {k: args.get(k, _DEFAULTS.get(k)) for k in BOUND_ARGS}
-    digest = hashlib.sha256(json.dumps(bound, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    digest = sha256_bytes(json.dumps(bound, sort_keys=True, ensure_ascii=False).encode("utf-8"))
     return {"endpoint": bound["endpoint"], "model": bound["model"],
-            "rubric_sha256": hashlib.sha256(str(bound["rubric"]).encode("utf-8")).hexdigest(),
+            "rubric_sha256": sha256_bytes(str(bound["rubric"]).encode("utf-8")),
             "settings_sha256": digest}
 
 

@@ -9,7 +9,6 @@ builds them: a string prompt becomes one user message, a list of messages is use
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import random
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.fileio import sha256_file
+from llm_finetuning.fileio import sha256_bytes, sha256_file
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 
@@ -113,7 +112,7 @@ def load_split(brief: Any, which: str = "auto") -> DataSplit:
             dataset_id, split = spec, str(data.get("split") or "train")
         rows = _read_hub(dataset_id, split, yaml_path)
         source = f"{dataset_id}[{split}]"
-        digest = hashlib.sha256(f"hf-dataset:{source}".encode()).hexdigest()
+        digest = sha256_bytes(f"hf-dataset:{source}".encode())
     if not rows:
         raise UnusableInput(f"{yaml_path} ({source}) holds no rows", "add examples", yaml_path)
     field = str(data.get("prompt_field") or "prompt")
