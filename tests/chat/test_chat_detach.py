@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("harness", reason="the chat harness (tests/chat/harness.py) is not in this checkout")
-from messages_server import Text, ToolCall  # noqa: E402
+from messages_server import Text, ToolCall
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launch"))
 from launch_cases import copy_model, make_brief  # noqa: E402

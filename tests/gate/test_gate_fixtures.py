@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 import pytest
@@ -13,13 +12,6 @@ from llm_finetuning.gate.checks import CHECKS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(p.stem for p in FIXTURES.glob("*.yaml") if p.stem != "passing")
-
-
-def memory_estimator_available() -> bool:
-    try:
-        return hasattr(importlib.import_module("llm_finetuning.memory"), "estimate_brief")
-    except ImportError:
-        return False
 
 
 def run_gate_cli(brief: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> tuple[int, str]:
@@ -43,8 +35,6 @@ def test_every_registered_check_has_a_fixture() -> None:
 def test_fixture_fails_only_its_check(case: str, make_brief, monkeypatch: pytest.MonkeyPatch,
                                       update_golden: bool) -> None:
     check_id = case.split("-")[0]
-    if check_id == "memory_fits" and not memory_estimator_available():
-        pytest.skip("llm_finetuning.memory.estimate_brief is not available yet")
     code, out = run_gate_cli(make_brief(case), monkeypatch)
     assert code == 1, out
     failing = fail_lines(out)
@@ -67,8 +57,7 @@ def test_passing_brief_passes(make_brief, monkeypatch: pytest.MonkeyPatch) -> No
     verdicts = {c["id"]: c["verdict"] for c in report["checks"]}
     assert set(verdicts) == {check_id for check_id, _ in CHECKS}
     assert all(set(c) == {"id", "verdict", "path", "reason", "fix"} for c in report["checks"])
-    if not memory_estimator_available():
-        assert verdicts["memory_fits"] == "warn"
+    assert verdicts["memory_fits"] == "pass"
 
 
 def test_no_records_lists_every_missing_piece_at_once(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:

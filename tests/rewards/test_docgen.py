@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from llm_finetuning.rewards import docgen, registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,19 +23,16 @@ def test_page_shows_every_builtin_its_args_and_its_code() -> None:
         for arg in schema.get("properties", {}):
             assert f"| `{arg}` |" in page
         module = target.partition(":")[0].replace("llm_finetuning.", "").replace(".", "/") + ".py"
-        if (docgen.PACKAGE_DIR / module).is_file():
-            assert f"`src/llm_finetuning/{module}`" in page
-            assert (docgen.PACKAGE_DIR / module).read_text(encoding="utf-8").rstrip() in page
+        assert f"`src/llm_finetuning/{module}`" in page
+        assert (docgen.PACKAGE_DIR / module).read_text(encoding="utf-8").rstrip() in page
 
 
-def test_generator_tolerates_a_missing_unit_tests_module(tmp_path: Path) -> None:
+def test_a_missing_code_file_is_an_error_naming_it(tmp_path: Path) -> None:
     src = tmp_path / "llm_finetuning"
     shutil.copytree(docgen.PACKAGE_DIR / "rewards", src / "rewards")
-    (src / "rewards" / "unit_tests.py").unlink(missing_ok=True)
-    page = docgen.render(src_dir=src)
-    assert "`src/llm_finetuning/rewards/unit_tests.py` is not in this tree yet" in page
-    (src / "rewards" / "unit_tests.py").write_text("def later(): ...\n")
-    assert "def later(): ..." in docgen.render(src_dir=src)
+    (src / "rewards" / "unit_tests.py").unlink()
+    with pytest.raises(FileNotFoundError, match="rewards/unit_tests.py does not exist"):
+        docgen.render(src_dir=src)
 
 
 def test_a_changed_code_file_makes_the_page_stale(tmp_path: Path) -> None:

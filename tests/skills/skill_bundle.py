@@ -12,8 +12,6 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 SKILLS = ("finetuning-method-selection", "grpo-rlvr-training", "preference-optimization",
           "eval-harness-first", "lora-qlora-recipes")
-# reference pages owned by other areas: linked from the skills, written elsewhere
-OTHER_AREAS_PAGES = ("reward-functions.md", "grpo-memory.md", "sandbox.md", "brief-fields.md")
 
 
 @dataclass
@@ -47,7 +45,7 @@ def skill_docs() -> list[Doc]:
 
 
 def bundle_docs() -> list[Doc]:
-    refs = [p for p in sorted((REPO / "references").glob("*.md")) if p.name not in OTHER_AREAS_PAGES]
+    refs = sorted((REPO / "references").glob("*.md"))
     paths = [*(REPO / "skills" / n / "SKILL.md" for n in SKILLS), *sorted((REPO / "agents").glob("*.md")),
              REPO / "commands/finetune.md", *refs, REPO / "evals/README.md", REPO / "docs/claude-code.md"]
     return [read_doc(p) for p in paths]

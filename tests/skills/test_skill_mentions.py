@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from skill_bundle import OTHER_AREAS_PAGES, REPO, Doc
+from skill_bundle import REPO, Doc
 
 from llm_finetuning.cli import VERBS
 
@@ -20,11 +20,6 @@ CODE_SPAN = re.compile(r"`([^`\n]+)`")
 FENCE = re.compile(r"```[a-z]*\n(.*?)```", re.S)
 PATH_LIKE = re.compile(r"^(?:\.\./)*(?:skills|references|examples|evals|agents|commands|bin|assets|docs|src)/[\w./-]+$")
 FINETUNE = re.compile(r"(?<![\w/.-])finetune ([a-z][a-z-]*)((?: +[^\s`|]+)*)")
-NOT_YET = "Not yet available"
-# verbs and options of the CLI contract (DESIGN.md) that are built in parallel with these pages: checked like
-# any other once the CLI has them; until then the page's test reports them as a skip, not a pass
-CONTRACTED: dict[str, set[str]] = {"status": {"--json"}, "stop": set(), "install-command": set(),
-                                   "launch": {"--detach"}}
 
 
 def mentioned_paths(doc: Doc) -> list[str]:
@@ -44,10 +39,7 @@ def resolve(doc: Doc, ref: str) -> Path | None:
 
 def test_mentioned_paths_exist(bundle_doc: Doc) -> None:
     missing = [ref for ref in mentioned_paths(bundle_doc) if resolve(bundle_doc, ref) is None]
-    pending = [ref for ref in missing if Path(ref).name in OTHER_AREAS_PAGES]
-    assert not set(missing) - set(pending), f"{bundle_doc.rel} mentions missing files: {sorted(set(missing))}"
-    if pending:
-        pytest.skip(f"reference pages owned by other areas not written yet: {sorted(set(pending))}")
+    assert not missing, f"{bundle_doc.rel} mentions missing files: {sorted(set(missing))}"
 
 
 def finetune_commands(doc: Doc) -> list[tuple[str, list[str]]]:
@@ -72,11 +64,8 @@ def test_finetune_commands_parse_with_the_real_cli(bundle_doc: Doc) -> None:
     commands = finetune_commands(bundle_doc)
     if not commands:
         pytest.skip(f"{bundle_doc.rel} shows no finetune command")
-    problems, unchecked, pending = [], set(), set()
+    problems = []
     for verb, options in commands:
-        if verb not in VERBS and verb in CONTRACTED:
-            pending.add(f"finetune {verb}")
-            continue
         if verb not in VERBS:
             problems.append(f"`finetune {verb}` is not a verb of the CLI ({', '.join(VERBS)})")
             continue
@@ -84,15 +73,9 @@ def test_finetune_commands_parse_with_the_real_cli(bundle_doc: Doc) -> None:
         if result.returncode != 0:
             problems.append(f"`finetune {verb} --help` exited {result.returncode}: {result.stderr.strip()}")
             continue
-        if NOT_YET in result.stdout:
-            unchecked.update(f"{verb} {o}" for o in options)
-            continue
         absent = [o for o in options if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", result.stdout)]
-        pending.update(f"finetune {verb} {o}" for o in absent if o in CONTRACTED.get(verb, ()))
-        problems += [f"`finetune {verb}` has no option {o}" for o in absent if o not in CONTRACTED.get(verb, ())]
+        problems += [f"`finetune {verb}` has no option {o}" for o in absent]
     assert not problems, f"{bundle_doc.rel}:\n" + "\n".join(sorted(set(problems)))
-    if pending:
-        pytest.skip(f"{bundle_doc.rel}: contracted in DESIGN.md, not in this CLI yet: {sorted(pending)}")
 
 
 def test_every_verb_a_skill_shows_has_help() -> None:

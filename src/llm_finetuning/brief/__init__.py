@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from llm_finetuning.fileio import sha256_bytes
 
 RECIPE_LEARNING_RATE = 5e-7
 RECIPE_BETA = 0.01
@@ -78,10 +79,6 @@ class Brief:
     @property
     def output_dir(self) -> Path:
         return self.resolve(self.data.get("output_dir") or f"runs/{self.name}")
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def load_brief(path: str | Path) -> tuple[Brief | None, list[Any]]:

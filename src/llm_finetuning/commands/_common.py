@@ -41,8 +41,3 @@ def load_checked_brief(path: str, as_json: bool = False) -> Any:
     if errors:
         fail_brief(errors, Path(path), as_json)
     return brief
-
-
-def not_yet(verb: str) -> NoReturn:
-    click.echo(f"finetune {verb}: not yet available in this version of llm-finetuning.", err=True)
-    sys.exit(EXIT_UNUSABLE)

@@ -68,6 +68,7 @@ def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -
     """Score human-labelled items with the brief's judge and write the judge calibration record."""
     from llm_finetuning.rewards import build_reward
     from llm_finetuning.rewards.judge_calibration import calibrate, judge_specs, load_labels, write_record
+    from llm_finetuning.rewards.registry import name_occurrence
 
     loaded = load_checked_brief(str(brief), as_json)
     try:
@@ -75,9 +76,8 @@ def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -
         items = load_labels(labels)
     except UnusableInput as exc:
         fail_unusable(exc, as_json)
-    occurrence = int(name.rpartition("#")[2]) if "#" in name else 1
     try:
-        judge = build_reward(spec, loaded.folder, occurrence)
+        judge = build_reward(spec, loaded.folder, name_occurrence(name))
     except ValueError as exc:
         fail_unusable(UnusableInput(f"rewards[{index}]: the judge cannot be built: {exc}", "fix its args"), as_json)
     entry = calibrate(judge, spec, name, items, labels)

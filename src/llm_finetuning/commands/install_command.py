@@ -40,7 +40,7 @@ to run `claude plugin marketplace add <the llm-finetuning repository>` and
 @click.option("--force", is_flag=True, help="Replace a different existing .claude/commands/finetune.md.")
 def command(project: Path, force: bool) -> None:
     """Write PROJECT/.claude/commands/finetune.md so that `/finetune BRIEF` works in Claude Code there."""
-    from llm_finetuning.records._io import atomic_write_bytes
+    from llm_finetuning.fileio import atomic_write_bytes
 
     target = project / COMMAND_FILE
     if target.is_dir():

@@ -5,7 +5,6 @@ Pure: imports no torch, transformers, trl or vllm, so it answers in well under a
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -19,12 +18,8 @@ from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
 
 def _recommend(brief: Any) -> tuple[dict[str, Any], str]:
     """The memory estimate's advice (vLLM share, sleep mode, distribution), or ({}, why not)."""
-    try:
-        estimate_brief = getattr(importlib.import_module("llm_finetuning.memory"), "estimate_brief", None)
-    except ImportError:
-        estimate_brief = None
-    if estimate_brief is None:
-        return {}, "no memory estimate in this version: vLLM memory share 0.3, sleep mode off"
+    from llm_finetuning.memory import estimate_brief
+
     try:
         return dict(estimate_brief(brief.data, brief.folder).recommend or {}), ""
     except (UnusableInput, ValueError, KeyError, OSError) as exc:
@@ -41,11 +36,8 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
     """Run the Phase 1 gate on BRIEF, then write RUN_DIR: grpo_config.yaml (TRL GRPOConfig and `trl grpo`),
     accelerate.yaml, launch.sh, rewards_entry.py, sbatch.sh (several nodes) and manifest.json."""
     loaded = load_checked_brief(str(brief), as_json)
-    try:
-        from llm_finetuning.gate import gate_fingerprint, run_gate
-    except ImportError:
-        fail_unusable(UnusableInput("the Phase 1 gate (llm_finetuning.gate) is not installed",
-                                    "install a complete llm-finetuning"), as_json)
+    from llm_finetuning.gate import gate_fingerprint, run_gate
+
     try:
         report = run_gate(brief)
     except UnusableInput as exc:

@@ -125,10 +125,8 @@ def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
 
 def _apply_known_shape(ctx: RunContext, model_id: str) -> None:
     """A hub id in `finetune memory`'s table of published shapes says whether the model routes experts."""
-    try:
-        from llm_finetuning.memory.shapes import lookup
-    except ImportError:
-        return
+    from llm_finetuning.memory.shapes import lookup
+
     shape = lookup(model_id)
     if shape is not None:
         ctx.is_moe, ctx.moe_source = shape.is_moe, f"{model_id} (published shape in finetune memory's table)"

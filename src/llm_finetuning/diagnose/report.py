@@ -7,8 +7,6 @@ brief that was diagnosed healthy, from the metrics as they are now. Pure: json, 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from llm_finetuning.diagnose.context import RunContext
 from llm_finetuning.diagnose.rules import Finding
 from llm_finetuning.diagnose.stats import step_ranges
 from llm_finetuning.diagnose.trajectory import Trajectory
+from llm_finetuning.fileio import atomic_write_text, sha256_file
 
 DIAGNOSIS_FILE = "diagnosis.json"
 DIAGNOSIS_FORMAT = 1
@@ -53,18 +52,9 @@ def diagnosis_record(traj: Trajectory, findings: list[Finding], ctx: RunContext,
 
 
 def write_diagnosis(run_dir: Path, record: dict[str, Any]) -> Path:
-    """Write RUN_DIR/diagnosis.json atomically (temp file, fsync, rename)."""
+    """Write RUN_DIR/diagnosis.json atomically (temp file, fsync, rename, folder fsync)."""
     path = run_dir / DIAGNOSIS_FILE
-    fd, tmp = tempfile.mkstemp(prefix=".diagnosis.", suffix=".tmp", dir=run_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return path
 
 
@@ -96,9 +86,7 @@ def verify_diagnosis(run_dir: str | Path, brief_name: str | None = None) -> list
     if not record.get("source") or not source.is_file():
         problems.append(f"{path}: the diagnosed metrics file {record.get('source')!r} is gone")
     else:
-        import hashlib
-
-        if hashlib.sha256(source.read_bytes()).hexdigest() != record.get("source_sha256"):
+        if sha256_file(source) != record.get("source_sha256"):
             problems.append(f"{source} changed since it was diagnosed: run `finetune diagnose {root}` again")
     return problems
 

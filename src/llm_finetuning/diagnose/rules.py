@@ -108,10 +108,8 @@ class Finding:
 
 def variant_settings(variant: str) -> dict[str, Any]:
     """The GRPOConfig values `finetune render` writes for a variant (one source of truth: render.plan)."""
-    try:
-        from llm_finetuning.render.plan import VARIANT_SETTINGS
-    except ImportError:  # render not installed in this build: the brief edit alone still says it all
-        return {}
+    from llm_finetuning.render.plan import VARIANT_SETTINGS
+
     return {key: value for key, value, _ in VARIANT_SETTINGS.get(variant, [])}
 
 

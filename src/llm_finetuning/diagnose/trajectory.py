@@ -11,7 +11,6 @@ Pure: json and the standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.fileio import sha256_file
 
 METRICS_FILE = "metrics.jsonl"
 STATE_FILE = "trainer_state.json"
@@ -109,7 +109,7 @@ class Trajectory:
         return self.steps[-1] if self.steps else 0
 
     def source_sha256(self) -> str:
-        return hashlib.sha256(self.source.read_bytes()).hexdigest()
+        return sha256_file(self.source)
 
 
 def _num(value: Any) -> float | None:

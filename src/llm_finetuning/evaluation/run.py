@@ -20,7 +20,7 @@ from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL  # where dia
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.paired import paired_difference, pass_figures
 from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_folder, select_targets
-from llm_finetuning.records._io import atomic_write_bytes, atomic_write_json, shown, utc_now
+from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, utc_now
 from llm_finetuning.sampling.backend import SamplingSettings
 
 FORMAT = "llm-finetuning/eval@1"

@@ -9,15 +9,14 @@ endpoint and transformers all sample the same plain checkpoint. Heavy imports st
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.fileio import folder_swap
 from llm_finetuning.launch.checkpoints import checkpoints, is_complete
 
 FINAL = "model"
@@ -133,21 +132,12 @@ def merge_adapter(adapter_dir: Path, brief: Any, out: Path, dtype: str = "float3
     base = load_model(resolved, dtype, "cpu")
     merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
     merged.to(getattr(torch, dtype))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
+    with folder_swap(out) as tmp:
         merged.save_pretrained(tmp)
         if not copy_tokenizer(adapter_dir, tmp):
             load_tokenizer(resolved).save_pretrained(tmp)
         marker = {"adapter": str(adapter_dir), "base": resolved.identity, "dtype": dtype}
         (tmp / MERGED_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
-        tmp.chmod(0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

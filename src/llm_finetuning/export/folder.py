@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from llm_finetuning.evaluation.targets import (
     saved_checkpoints,
     select_targets,
 )
-from llm_finetuning.records._io import atomic_write_json, utc_now
+from llm_finetuning.fileio import atomic_write_json, folder_swap, utc_now
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 PROVENANCE = "llm-finetuning-export.json"
@@ -111,9 +110,7 @@ def export_model(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool,
         raise UnusableInput(f"--merge: {target.folder} holds full weights, not a LoRA adapter",
                             "drop --merge (full fine-tuning exports the weights themselves)", "--merge")
     dest = dest.resolve()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
-    try:
+    with folder_swap(dest) as tmp:
         if target.adapter and merge:
             merged_dir = tmp / "merged"
             merge_adapter(target.folder, brief, merged_dir, dtype)
@@ -141,13 +138,6 @@ def export_model(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool,
         })
         for item in tmp.iterdir():  # temporary files are created private; the folder is meant to be shared
             item.chmod(0o644)
-        tmp.chmod(0o755)
-        if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(tmp, dest)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return Exported(dest, target, merge, dtype, base_model_name(brief), hint)
 
 

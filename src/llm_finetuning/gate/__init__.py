@@ -50,7 +50,7 @@ def run_gate(brief_path: Path) -> GateReport:
 def gate_fingerprint(brief: Any) -> str:
     """sha256 over what a passing gate trusted: the brief's text, every record file (baseline, inspection
     and its samples, judge calibration), and the reward specs and source files. Any change changes it."""
-    from llm_finetuning.records._io import sha256_file, sha256_json
+    from llm_finetuning.fileio import sha256_file_or_none, sha256_json
     from llm_finetuning.records.bindings import reward_bindings
     from llm_finetuning.records.inspection import samples_path
 
@@ -62,6 +62,6 @@ def gate_fingerprint(brief: Any) -> str:
     return sha256_json({
         "gate": GATE_VERSION,
         "brief_sha256": brief.sha256,
-        "records": {k: sha256_file(p) for k, p in sorted(files.items())},
+        "records": {k: sha256_file_or_none(p) for k, p in sorted(files.items())},
         "rewards": reward_bindings(list(brief.data["rewards"]), brief.folder),
     })

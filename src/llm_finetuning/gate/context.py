@@ -1,14 +1,13 @@
 """Everything the checks need that lives outside the brief, loaded once, up front.
 
 Checks are pure functions of (brief, context): this module is the only part of the gate that reads
-records, run directories, model configs, TRL's source or the memory estimator. Each piece is loaded
-defensively: a piece that cannot be loaded becomes a value saying why, and the check that needs it
-reports that reason.
+records, run directories, model configs, TRL's source or the memory estimator. A piece whose input cannot
+be read (a missing record, an estimate the brief's model cannot support) becomes a value saying why, and
+the check that needs it reports that reason; the package's own modules are imported plainly.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,13 +49,10 @@ class GateContext:
 def _load_judge(brief: Any) -> list[str] | None:
     if not any(r.get("fn") == "judge" for r in brief.data["rewards"]):
         return None
-    try:
-        module = importlib.import_module("llm_finetuning.rewards.judge_calibration")
-        verify = module.verify_judge_calibration
-    except (ImportError, AttributeError):
-        return ["judge calibration not available in this installation"]
+    from llm_finetuning.rewards.judge_calibration import verify_judge_calibration
+
     path = brief.resolve(brief.data["records"]["judge_calibration"])
-    return [str(p) for p in verify(brief, path)]
+    return [str(p) for p in verify_judge_calibration(brief, path)]
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -77,25 +73,19 @@ def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | No
 
 
 def _load_deviation(brief: Any) -> Deviation | None:
-    """What the run named by grpo.deviation proves, by the diagnose area's `verify_diagnosis` when present
-    (healthy, ended, metrics unchanged since diagnosis, same brief name), else by reading diagnosis.json."""
+    """What the run named by grpo.deviation proves, by the diagnose area's `verify_diagnosis` (healthy,
+    ended, metrics unchanged since diagnosis, same brief name)."""
+    from llm_finetuning.diagnose.report import verify_diagnosis
+
     ref = brief.section("grpo").get("deviation")
     if not ref:
         return None
     run_dir = brief.resolve(str(ref))
     if not run_dir.is_dir():
         return Deviation(str(ref), None, None, f"run directory {run_dir} does not exist")
-    try:
-        verify_diagnosis = importlib.import_module("llm_finetuning.diagnose.report").verify_diagnosis
-    except (ImportError, AttributeError):
-        verify_diagnosis = None
-    diagnosis = _read_json(run_dir / "diagnosis.json")
-    name = _run_brief_name(run_dir, diagnosis)
-    if verify_diagnosis is not None:
-        problems = [str(p) for p in verify_diagnosis(run_dir, brief.name)]
-        return Deviation(str(ref), not problems, brief.name if not problems else name, "; ".join(problems))
-    healthy = diagnosis.get("healthy") if diagnosis is not None else None
-    return Deviation(str(ref), healthy if isinstance(healthy, bool) else None, name)
+    problems = [str(p) for p in verify_diagnosis(run_dir, brief.name)]
+    name = brief.name if not problems else _run_brief_name(run_dir, _read_json(run_dir / "diagnosis.json"))
+    return Deviation(str(ref), not problems, name, "; ".join(problems))
 
 
 def _load_model_config(brief: Any) -> dict[str, Any] | None:
@@ -124,10 +114,8 @@ def _model_identity(brief: Any) -> str | None:
 
 
 def _load_memory(brief: Any) -> tuple[Any, str]:
-    try:
-        estimate_brief = importlib.import_module("llm_finetuning.memory").estimate_brief
-    except (ImportError, AttributeError):
-        return None, "the memory estimator (llm_finetuning.memory.estimate_brief) is not available"
+    from llm_finetuning.memory import estimate_brief
+
     try:
         return estimate_brief(brief.data, brief.folder), ""
     except UnusableInput as exc:

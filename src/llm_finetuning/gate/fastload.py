@@ -10,14 +10,13 @@ pass is remembered. Only passes are cached, so an invalid brief is always report
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import llm_finetuning
-from llm_finetuning.brief import Brief, sha256_bytes
-from llm_finetuning.records._io import atomic_write_json, cache_dir
+from llm_finetuning.brief import Brief
+from llm_finetuning.fileio import atomic_write_json, cache_dir, sha256_bytes
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
 CODE_FILES = ("brief/__init__.py", "brief/check.py", "brief/columns.py", "brief/load.py",
@@ -67,11 +66,11 @@ def _cache_key(path: Path, text: str, raw: dict[str, Any]) -> str | None:
     parts = [llm_finetuning.__version__, str(path), text]
     parts += [_stat(PACKAGE_DIR / f) for f in CODE_FILES]
     parts += [_stat(p) for p in named]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    return sha256_bytes(json.dumps(parts).encode())
 
 
 def _entry_path(path: Path, data: bytes) -> Path:
-    name = hashlib.sha256(str(path).encode() + b"\0" + data).hexdigest()
+    name = sha256_bytes(str(path).encode() + b"\0" + data)
     return cache_dir() / "valid-briefs" / f"{name}.json"
 
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import hashlib
 import importlib.util
 import json
 from pathlib import Path
 
-from llm_finetuning.records._io import atomic_write_json, cache_dir
+from llm_finetuning.fileio import atomic_write_json, cache_dir, sha256_bytes
 
 # Names re-exported by a package's lazy __init__: where their class is defined.
 KNOWN_LOCATIONS = {("transformers", "TrainingArguments"): "training_args.py"}
@@ -86,7 +85,7 @@ def _key(files: list[Path]) -> str:
     for f in files:
         st = f.stat()
         parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return sha256_bytes("\n".join(parts).encode())
 
 
 def grpo_config_fields() -> frozenset[str]:

@@ -59,11 +59,8 @@ def vllm_problem(generation: str) -> str | None:
 
 
 def _gate_problems(bpath: Path, brief: Any, manifest: dict[str, Any]) -> list[str]:
-    try:
-        from llm_finetuning.gate import gate_fingerprint, run_gate
-    except ImportError:
-        raise LaunchRefused(["the Phase 1 gate (llm_finetuning.gate) is not installed, so the run cannot be "
-                             "verified. Fix: install a complete llm-finetuning"], EXIT_UNUSABLE) from None
+    from llm_finetuning.gate import gate_fingerprint, run_gate
+
     report = run_gate(bpath)
     lines = []
     if not report.passed:

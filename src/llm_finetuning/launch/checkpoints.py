@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from llm_finetuning.records._io import atomic_write_bytes, fsync_dir
+from llm_finetuning.fileio import atomic_write_bytes, fsync_dir, fsync_file
 
 MARKER = "COMPLETE"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -23,12 +23,7 @@ def commit_checkpoint(folder: Path, step: int) -> None:
     """fsync every file of `folder`, then write its COMPLETE marker atomically."""
     for root, _dirs, files in os.walk(folder):
         for name in files:
-            path = Path(root) / name
-            try:
-                with open(path, "rb") as fh:
-                    os.fsync(fh.fileno())
-            except OSError:
-                pass
+            fsync_file(Path(root) / name)
         fsync_dir(Path(root))
     atomic_write_bytes(folder / MARKER, (json.dumps({"step": step}) + "\n").encode("utf-8"))
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
 from llm_finetuning.launch.checkpoints import last_complete_checkpoint, start_problem
-from llm_finetuning.records._io import atomic_write_json, read_json_object, utc_now
 from llm_finetuning.render.manifest import load_manifest
 
 PID_FILE = "launch.pid"

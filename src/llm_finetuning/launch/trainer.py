@@ -25,6 +25,7 @@ from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
+from llm_finetuning.fileio import atomic_write_text, replace_folder
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.checkpoints import (
     commit_checkpoint,
@@ -98,9 +99,7 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
             continue  # a line cut by a kill
         if isinstance(row, dict) and "event" not in row and int(row.get("step", 0)) <= max_step:
             kept.append(line)
-    tmp = path.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(k + "\n" for k in kept), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, "".join(k + "\n" for k in kept), 0o644)
 
 
 def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = None) -> list[Any]:
@@ -230,15 +229,10 @@ def _trainer_class() -> Any:
     return RunTrainer
 
 
-def _resolve_model(brief: Any, config_ref: str) -> tuple[str, Any]:
-    """(path for from_pretrained, resolved model or None). Embedded and GGUF models are dequantised once."""
-    try:
-        from llm_finetuning.models import resolve_model
-    except ImportError:
-        if config_ref.startswith("embedded:"):
-            raise LaunchRefused([f"model.id: {config_ref} needs llm_finetuning.models, which is not installed. "
-                                 "Fix: install a complete llm-finetuning"], EXIT_UNUSABLE) from None
-        return config_ref, None
+def _resolve_model(brief: Any) -> tuple[str, Any]:
+    """(path for from_pretrained, resolved model). Embedded and GGUF models are dequantised once."""
+    from llm_finetuning.models import resolve_model
+
     resolved = resolve_model(brief.data["model"], brief.folder)
     return str(resolved.path), resolved
 
@@ -288,19 +282,10 @@ def _held_out_evaluator(brief: Any, run_dir: Path, training_args: Any) -> Any:
         raise LaunchRefused([f"held_out_eval: {exc.line()}"], EXIT_UNUSABLE) from None
 
 
-def _load_tokenizer(resolved: Any, path: str, revision: str | None) -> Any:
-    tok = None
-    if resolved is not None:
-        try:
-            from llm_finetuning.models import load_tokenizer
+def _load_tokenizer(resolved: Any) -> Any:
+    from llm_finetuning.models import load_tokenizer
 
-            tok = load_tokenizer(resolved)
-        except ImportError:
-            pass
-    if tok is None:
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(path, revision=revision)
+    tok = load_tokenizer(resolved)
     tok.padding_side = "left"  # decoder-only generation pads on the left, as TRL's own loader does
     tok.truncation_side = "left"
     if tok.pad_token is None and tok.eos_token is not None:
@@ -332,7 +317,7 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         from llm_finetuning.brief.tracking import TENSORBOARD_DIR
 
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / TENSORBOARD_DIR)
-    model_path, resolved = _resolve_model(brief, str(model_args.model_name_or_path))
+    model_path, resolved = _resolve_model(brief)
     output_dir = (run_dir / training_args.output_dir).resolve()
     training_args.output_dir = str(output_dir)
 
@@ -359,7 +344,7 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         "dtype": model_args.dtype,
     }
     model_init_kwargs.update(training_args.model_init_kwargs or {})
-    if resolved is not None and getattr(resolved, "revision", None) is None and model_path != model_args.model_name_or_path:
+    if getattr(resolved, "revision", None) is None and model_path != model_args.model_name_or_path:
         model_init_kwargs.pop("revision", None)  # a dequantised local copy has no hub revision
     training_args.model_init_kwargs = model_init_kwargs
 
@@ -371,7 +356,7 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         module, _, attr = ref.rpartition(".")
         reward_funcs.append(getattr(importlib.import_module(module), attr))
 
-    tokenizer = _load_tokenizer(resolved, model_path, model_init_kwargs.get("revision"))
+    tokenizer = _load_tokenizer(resolved)
     dataset = get_dataset(dataset_args)[script_args.dataset_train_split]
     try:  # a hub dataset is first seen here: its columns against the rewards', before any model loads
         require_columns(brief.data["data"], brief.data["rewards"], [dict.fromkeys(dataset.column_names)],
@@ -426,8 +411,6 @@ def _save_final(trainer: Any, run_dir: Path) -> str:
     trainer.save_model(str(tmp))
     trainer.accelerator.wait_for_everyone()
     if trainer.accelerator.is_main_process:
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        replace_folder(tmp, final)
     trainer.accelerator.wait_for_everyone()
     return str(final)

@@ -45,8 +45,7 @@ def print_model(run_dir: Path) -> int:
         run = verify_run(run_dir)
         from llm_finetuning.launch.trainer import _resolve_model
 
-        from_config = str(run.brief.data["model"]["id"])
-        path, _ = _resolve_model(run.brief, from_config)
+        path, _ = _resolve_model(run.brief)
     except LaunchRefused as exc:
         for line in exc.lines:
             print(f"finetune launch: {line}", file=sys.stderr)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.records._io import atomic_write_json, read_json_object, sha256_json, shown, utc_now
+from llm_finetuning.fileio import atomic_write_json, read_json_object, sha256_json, shown, utc_now
 from llm_finetuning.records.bindings import current_bindings, stale_problems
 from llm_finetuning.records.problem import Problem
 

@@ -9,54 +9,27 @@ files, imports no reward code and no ML library.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import llm_finetuning
-from llm_finetuning.records._io import (
+from llm_finetuning.fileio import (
     atomic_write_json,
     cache_dir,
     sha256_bytes,
-    sha256_file,
+    sha256_file_or_none,
     sha256_json,
     stat_key,
 )
-from llm_finetuning.rewards import registry
+from llm_finetuning.rewards.registry import reward_names
+from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 
-def reward_names(rewards: list[dict[str, Any]]) -> list[str]:
-    """Each reward's metric name: its `fn`, suffixed `#2`, `#3` where a name repeats (TRL `__name__`)."""
-    seen: dict[str, int] = {}
-    names = []
-    for spec in rewards:
-        fn = str(spec.get("fn"))
-        seen[fn] = seen.get(fn, 0) + 1
-        names.append(fn if seen[fn] == 1 else f"{fn}#{seen[fn]}")
-    return names
-
-
-def _builtin_module_file(fn: str) -> Path | None:
-    """The built-in reward's module file, found from its registry entry without importing it."""
-    entry = registry.BUILTINS.get(fn)
-    if entry is None:
-        return None
-    module = entry[0].partition(":")[0]
-    parts = module.split(".")
-    if parts[0] == "llm_finetuning":
-        return PACKAGE_DIR.joinpath(*parts[1:]).with_suffix(".py")
-    spec = importlib.util.find_spec(parts[0])  # top level only: never imports the reward module itself
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))).joinpath(*parts[1:]).with_suffix(".py")
-
-
 def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
-    """`_reward_source_files`, remembered on disk while none of the files found (nor their folders, nor
+    """`rewards.sources.reward_source_files`, remembered on disk while none of the files found (nor their folders, nor
     the brief's folder) changed size or mtime: finding them parses every module of the closure."""
     import json
 
@@ -74,7 +47,7 @@ def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
         files = [Path(f) for f in hit["files"]]
         if hit.get("stats") == _source_stats(files, folder):
             return files
-    files = _reward_source_files(fn, folder)
+    files = [Path(p) for p in _reward_sources(fn, folder)]
     entries[key] = {"files": [str(f) for f in files], "stats": _source_stats(files, folder)}
     with contextlib.suppress(OSError, ValueError):
         atomic_write_json(cache, entries)
@@ -84,27 +57,6 @@ def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
 def _source_stats(files: list[Path], folder: Path) -> list[Any]:
     dirs = sorted({str(f.parent) for f in files} | {str(folder)})
     return [stat_key(f) for f in files] + [stat_key(Path(d)) for d in dirs]
-
-
-def _reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
-    """Source files whose bytes bind a record to the code of reward `fn`.
-
-    Uses `llm_finetuning.rewards.reward_source_files` (the rewards area's own answer, which also lists
-    the helper modules a built-in imports) when it exists; otherwise the built-in's module file, or the
-    custom module's file as `registry.locate_custom` finds it.
-    """
-    try:
-        rewards_pkg = importlib.import_module("llm_finetuning.rewards")
-        provided = getattr(rewards_pkg, "reward_source_files", None)
-    except ImportError:
-        provided = None
-    if provided is not None:
-        return [Path(p) for p in provided(fn, brief_folder)]
-    if registry.is_custom(fn):
-        location, _ = registry.locate_custom(fn, brief_folder)
-        return [location.file] if location is not None and location.file is not None else []
-    file = _builtin_module_file(fn)
-    return [file] if file is not None else []
 
 
 def file_label(path: Path, brief_folder: Path) -> str:
@@ -125,7 +77,7 @@ def reward_bindings(rewards: list[dict[str, Any]], brief_folder: Path) -> list[d
         fn = str(spec.get("fn"))
         code: dict[str, str] = {}
         for f in reward_source_files(fn, brief_folder):
-            code[file_label(f, brief_folder)] = sha256_file(f) or "unreadable"
+            code[file_label(f, brief_folder)] = sha256_file_or_none(f) or "unreadable"
         out.append({"name": name, "fn": fn, "spec_sha256": sha256_json(spec), "code": code})
     return out
 
@@ -152,7 +104,7 @@ def model_fingerprint(model: dict[str, Any], brief_folder: Path) -> str:
         return f"hub:{mid}@{model.get('revision') or 'main'}"
     d = Path(mid).expanduser()
     d = d if d.is_absolute() else brief_folder / d
-    parts: list[Any] = [sha256_file(d / "config.json") or "no-config"]
+    parts: list[Any] = [sha256_file_or_none(d / "config.json") or "no-config"]
     try:
         files = sorted(p for p in d.iterdir() if p.name.endswith(WEIGHT_SUFFIXES))
     except OSError:
@@ -179,7 +131,7 @@ def data_binding(data: dict[str, Any], brief_folder: Path) -> tuple[str, str]:
     p = Path(ref).expanduser()
     p = p if p.is_absolute() else brief_folder / p
     if p.is_file():
-        return ref, sha256_file(p) or "unreadable"
+        return ref, sha256_file_or_none(p) or "unreadable"
     return ref, sha256_bytes(f"hub:{ref}:{data.get('split', 'train')}".encode())
 
 

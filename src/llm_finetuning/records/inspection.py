@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.records._io import (
+from llm_finetuning.fileio import (
     atomic_write_bytes,
     atomic_write_json,
     canonical_json,
@@ -45,8 +45,9 @@ from llm_finetuning.records._io import (
     shown,
     utc_now,
 )
-from llm_finetuning.records.bindings import current_bindings, reward_names, stale_problems
+from llm_finetuning.records.bindings import current_bindings, stale_problems
 from llm_finetuning.records.problem import KINDS, Problem
+from llm_finetuning.rewards.registry import reward_names
 
 FORMAT = "llm-finetuning/inspection@1"
 FORMAT_PREFIX = "llm-finetuning/inspection@"

@@ -9,9 +9,7 @@ header comment. No torch, transformers, trl or vllm import, so `finetune render`
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,8 @@ from typing import Any
 import yaml
 
 from llm_finetuning import __version__
-from llm_finetuning.render.manifest import MANIFEST, build_manifest, file_sha256
+from llm_finetuning.fileio import atomic_write_text, sha256_file
+from llm_finetuning.render.manifest import MANIFEST, build_manifest
 from llm_finetuning.render.plan import (
     MAIN_PROCESS_PORT,
     VLLM_SERVER_GPU_MEMORY_UTILIZATION,
@@ -109,20 +108,6 @@ def render_files(plan: RunPlan) -> dict[str, str]:
     return out
 
 
-def _atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 @dataclass
 class RenderResult:
     run_dir: Path
@@ -148,8 +133,8 @@ def render_run(brief: Any, run_dir: Path, gate_fingerprint: str,
             if "/" not in stale and (run_dir / stale).is_file():
                 (run_dir / stale).unlink()
     for name, text in texts.items():
-        _atomic_write(run_dir / name, text, 0o755 if name.endswith(".sh") else 0o644)
-    hashes = {name: file_sha256(run_dir / name) for name in sorted(texts)}
+        atomic_write_text(run_dir / name, text, 0o755 if name.endswith(".sh") else 0o644)
+    hashes = {name: sha256_file(run_dir / name) for name in sorted(texts)}
     manifest = build_manifest(brief, run_dir, plan, hashes, gate_fingerprint)
-    _atomic_write(run_dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(run_dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n", 0o644)
     return RenderResult(run_dir, plan, hashes, manifest)

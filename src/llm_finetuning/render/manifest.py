@@ -6,7 +6,6 @@ rendering, naming each one. Pure (hashlib and json only).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,18 +13,11 @@ from typing import Any
 
 from llm_finetuning import __version__
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.fileio import sha256_file
 from llm_finetuning.render.plan import relative_to_run as _rel
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def record_paths(brief: Any) -> dict[str, Path]:
@@ -40,7 +32,7 @@ def record_paths(brief: Any) -> dict[str, Path]:
 def build_manifest(brief: Any, run_dir: Path, plan: Any, files: dict[str, str], gate_fingerprint: str) -> dict[str, Any]:
     records = {}
     for key, path in sorted(record_paths(brief).items()):
-        records[key] = {"path": _rel(path, run_dir), "sha256": file_sha256(path) if path.is_file() else None}
+        records[key] = {"path": _rel(path, run_dir), "sha256": sha256_file(path) if path.is_file() else None}
     return {
         "format": MANIFEST_FORMAT,
         "llm_finetuning_version": __version__,
@@ -93,18 +85,18 @@ def verify_manifest(run_dir: Path, manifest: dict[str, Any]) -> list[ManifestPro
         path = run_dir / name
         if not path.is_file():
             problems.append(ManifestProblem(name, "is missing from the run directory.", rerender))
-        elif file_sha256(path) != digest:
+        elif sha256_file(path) != digest:
             problems.append(ManifestProblem(
                 name, "was edited after rendering (its sha256 differs from manifest.json); rendered files are "
                 "not edited by hand.", rerender))
     bpath = brief_path(run_dir, manifest)
     if not bpath.is_file():
         problems.append(ManifestProblem("brief", f"{bpath} no longer exists.", "render the run from its brief again"))
-    elif hashlib.sha256(bpath.read_bytes()).hexdigest() != manifest["brief"]["sha256"]:
+    elif sha256_file(bpath) != manifest["brief"]["sha256"]:
         problems.append(ManifestProblem("brief", f"{bpath} changed after rendering.", f"run the gate and {rerender}"))
     for key, rec in sorted(manifest.get("records", {}).items()):
         path = (run_dir / rec["path"]).resolve()
-        now = file_sha256(path) if path.is_file() else None
+        now = sha256_file(path) if path.is_file() else None
         if now != rec.get("sha256"):
             problems.append(ManifestProblem(f"records.{key}", f"{path} changed after rendering.",
                                             f"run `finetune gate` and {rerender}"))

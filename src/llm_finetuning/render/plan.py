@@ -19,6 +19,7 @@ from typing import Any
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.brief.tracking import tracking_entries
 from llm_finetuning.errors import BriefError
+from llm_finetuning.rewards.registry import reward_names, reward_occurrences
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
 # float32 model loading): every value the brief decides is written explicitly.
@@ -329,14 +330,7 @@ def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = Non
         dataset = {"path": train, "split": dsec.get("split", "train")}
     specs = [dict(r) for r in data["rewards"]]
     attrs = [reward_attr(i, str(r["fn"])) for i, r in enumerate(specs)]
-    names: list[str] = []
-    occurrences: list[int] = []
-    seen_fn: dict[str, int] = {}  # metric names: fn, then fn#2, fn#3 where a name repeats
-    for r in specs:
-        fn = str(r["fn"])
-        seen_fn[fn] = seen_fn.get(fn, 0) + 1
-        occurrences.append(seen_fn[fn])
-        names.append(fn if seen_fn[fn] == 1 else f"{fn}#{seen_fn[fn]}")
+    names, occurrences = reward_names(specs), reward_occurrences(specs)
     data_entries = [
         Entry("datasets", [dataset], "data.train"),
         Entry("reward_funcs", [f"rewards_entry.{a}" for a in attrs], "rewards[*].fn, built in rewards_entry.py"),

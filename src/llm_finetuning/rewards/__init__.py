@@ -11,20 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.rewards.registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files
 
 __all__ = ["build_reward", "build_reward_funcs", "reward_names", "reward_source_files", "score_rows"]
-
-
-def reward_names(specs: list[dict[str, Any]]) -> list[str]:
-    """The metric name of each reward spec: its `fn`, suffixed `#2`, `#3` where a name repeats."""
-    seen: dict[str, int] = {}
-    names = []
-    for spec in specs:
-        fn = str(spec["fn"])
-        seen[fn] = seen.get(fn, 0) + 1
-        names.append(fn if seen[fn] == 1 else f"{fn}#{seen[fn]}")
-    return names
 
 
 def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, tokenizer: Any = None,

@@ -14,17 +14,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.rewards import registry, reward_names
+from llm_finetuning.rewards import registry
 from llm_finetuning.rewards.explain import call_explained
 
 log = logging.getLogger(__name__)
 
 RewardFunc = Callable[..., list[float | None]]
-
-
-def _arg_defaults(fn: str) -> dict[str, Any]:
-    props = registry.BUILTINS[fn][1].get("properties", {})
-    return {k: v["default"] for k, v in props.items() if "default" in v}
 
 
 def _check_args(fn: str, args: dict[str, Any], where: str) -> None:
@@ -95,7 +90,7 @@ def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, token
                  *, max_completion_length: int | None = None, where: str = "rewards[]") -> RewardFunc:
     """See `llm_finetuning.rewards.build_reward`."""
     fn = str(spec["fn"])
-    name = fn if index <= 1 else f"{fn}#{index}"
+    name = registry.reward_name(fn, index)
     args = dict(spec.get("args") or {})
     if registry.is_custom(fn):
         return CustomReward(fn, Path(brief_folder), args, name)
@@ -103,7 +98,7 @@ def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, token
         raise ValueError(f"{where}.fn: unknown reward {fn!r}; use one of {', '.join(registry.builtin_names())}, "
                          "or module:function for a custom reward")
     _check_args(fn, args, f"{where}.args")
-    kwargs = {**_arg_defaults(fn), **args}
+    kwargs = {**registry.arg_defaults(fn), **args}
     if fn == "length_penalty":
         if kwargs.get("max_length") is None:
             if max_completion_length is None:
@@ -128,8 +123,7 @@ def build_reward_funcs(brief: Any, tokenizer: Any = None) -> tuple[list[RewardFu
     max_len = (data.get("grpo") or {}).get("max_completion_length", 512)
     specs = _specs(brief)
     funcs = []
-    for i, (spec, name) in enumerate(zip(specs, reward_names(specs), strict=True)):
-        occurrence = int(name.rpartition("#")[2]) if "#" in name else 1
+    for i, (spec, occurrence) in enumerate(zip(specs, registry.reward_occurrences(specs), strict=True)):
         funcs.append(build_reward(spec, folder, occurrence, tokenizer, max_completion_length=max_len,
                                   where=f"rewards[{i}]"))
     return funcs, [float(s.get("weight", 1.0)) for s in specs]

@@ -5,7 +5,6 @@ exactly a directive are replaced:
 
 - `<!-- args: NAME -->`   the argument table of built-in NAME, from its schema in registry.py
 - `<!-- code: PATH -->`   the whole file src/llm_finetuning/PATH in a fenced block
-- `<!-- code-if-exists: PATH -->`  the same, or a note that the file is not in this tree yet
 
 `python -m llm_finetuning.rewards.docgen` rewrites the page; `--check` exits 1 when the page differs from
 what the template and the code give (CI), so the code shown can never drift from the code that runs.
@@ -24,7 +23,7 @@ from llm_finetuning.rewards import registry
 PAGE = Path("references/reward-functions.md")
 TEMPLATE = Path(__file__).with_name("reward-functions.template.md")
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # src/llm_finetuning
-_DIRECTIVE = re.compile(r"^<!-- (args|code|code-if-exists): (\S+) -->$")
+_DIRECTIVE = re.compile(r"^<!-- (args|code): (\S+) -->$")
 
 
 def args_table(fn: str) -> str:
@@ -48,13 +47,11 @@ def args_table(fn: str) -> str:
     return "\n".join(rows + ([""] + rules if rules else []))
 
 
-def code_block(rel: str, src_dir: Path, required: bool) -> str:
+def code_block(rel: str, src_dir: Path) -> str:
     """The file src/llm_finetuning/REL as a fenced block, headed by its path."""
     path = src_dir / rel
     if not path.is_file():
-        if required:
-            raise FileNotFoundError(f"{path} does not exist (named in {TEMPLATE.name})")
-        return f"*`src/llm_finetuning/{rel}` is not in this tree yet; the page shows it once it exists.*"
+        raise FileNotFoundError(f"{path} does not exist (named in {TEMPLATE.name})")
     text = path.read_text(encoding="utf-8")
     fence = "````" if "```" in text else "```"
     return f"`src/llm_finetuning/{rel}`\n\n{fence}python\n{text.rstrip()}\n{fence}"
@@ -69,7 +66,7 @@ def render(src_dir: Path = PACKAGE_DIR, template: Path = TEMPLATE) -> str:
         elif m.group(1) == "args":
             out.append(args_table(m.group(2)))
         else:
-            out.append(code_block(m.group(2), src_dir, required=m.group(1) == "code"))
+            out.append(code_block(m.group(2), src_dir))
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -24,6 +24,9 @@ from typing import Any
 
 from llm_finetuning.rewards._text import completion_text, prompt_text, remove_echo, strip_think
 from llm_finetuning.rewards.explain import quoted
+from llm_finetuning.rewards.registry import arg_defaults
+
+_DEFAULTS = arg_defaults("exact_match")  # the registry's schema holds every default
 
 log = logging.getLogger(__name__)
 
@@ -315,8 +318,9 @@ _NOT_FOUND = {"auto": "no \\boxed{}, no ####, no number", "boxed": "no \\boxed{}
 class ExactMatch:
     """Reward 1.0 when the final answer equals `columns[answer_field]`, 0.0 when not, None without a reference."""
 
-    def __init__(self, answer_field: str = "answer", extract: str = "auto", math_verify: bool = True,
-                 timeout_s: float = 5.0, name: str = "exact_match") -> None:
+    def __init__(self, answer_field: str = _DEFAULTS["answer_field"], extract: str = _DEFAULTS["extract"],
+                 math_verify: bool = _DEFAULTS["math_verify"], timeout_s: float = _DEFAULTS["timeout_s"],
+                 name: str = "exact_match") -> None:
         self.__name__ = name
         self.answer_field = answer_field
         self.math_verify = math_verify

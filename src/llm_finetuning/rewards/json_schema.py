@@ -16,6 +16,9 @@ import re
 from typing import Any
 
 from llm_finetuning.rewards._text import completion_text, strip_think
+from llm_finetuning.rewards.registry import arg_defaults
+
+_DEFAULTS = arg_defaults("json_schema")  # the registry's schema holds every default
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +96,7 @@ class JsonSchema:
     """Reward strict, schema-valid JSON: 1.0 or 0.0 (or partial credit), None when a row has no schema."""
 
     def __init__(self, schema: dict[str, Any] | None = None, schema_field: str | None = None,
-                 mode: str = "strict", fenced: bool = True, name: str = "json_schema") -> None:
+                 mode: str = _DEFAULTS["mode"], fenced: bool = _DEFAULTS["fenced"], name: str = "json_schema") -> None:
         if (schema is None) == (schema_field is None):
             raise ValueError("give exactly one of schema (inline) or schema_field (a column)")
         if mode not in ("strict", "partial"):

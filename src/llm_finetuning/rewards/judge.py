@@ -12,7 +12,6 @@ A judge is usable in training only with a judge calibration record (`finetune ca
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import logging
@@ -26,7 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
+from llm_finetuning.fileio import sha256_bytes
 from llm_finetuning.rewards._text import completion_text, prompt_transcript
+from llm_finetuning.rewards.registry import arg_defaults
+
+_DEFAULTS = arg_defaults("judge")  # the registry's schema holds every default
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +95,12 @@ def chat_url(endpoint: str) -> str:
 class Judge:
     """Rubric-as-reward through an OpenAI-compatible endpoint; None for rows the judge could not score."""
 
-    def __init__(self, endpoint: str, model: str, rubric: str, min_agreement: float = 0.8,
-                 timeout_s: float = 30.0, max_retries: int = 3, concurrency: int = 8,
-                 api_key_env: str | None = None, backoff_s: float = 1.0, max_score: int = 10,
-                 temperature: float = 0.0, max_tokens: int = 512, name: str = "judge") -> None:
+    def __init__(self, endpoint: str, model: str, rubric: str, min_agreement: float = _DEFAULTS["min_agreement"],
+                 timeout_s: float = _DEFAULTS["timeout_s"], max_retries: int = _DEFAULTS["max_retries"],
+                 concurrency: int = _DEFAULTS["concurrency"], api_key_env: str | None = _DEFAULTS["api_key_env"],
+                 backoff_s: float = _DEFAULTS["backoff_s"], max_score: int = _DEFAULTS["max_score"],
+                 temperature: float = _DEFAULTS["temperature"], max_tokens: int = _DEFAULTS["max_tokens"],
+                 name: str = "judge") -> None:
         parts = urlsplit(chat_url(endpoint))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"endpoint {endpoint!r} is not an http(s) URL")
@@ -213,7 +218,7 @@ class Judge:
 
     def cache_key(self, prompt: str, completion: str) -> str:
         raw = json.dumps([self.model, self.rubric, prompt, completion], ensure_ascii=False)
-        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+        return sha256_bytes(raw.encode("utf-8"))
 
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         return [value for value, _ in self.explained(prompts, completions, **columns)]

@@ -12,7 +12,6 @@ Pure: no reward code is imported here except by `calibrate`, which is handed a b
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from datetime import datetime, timezone
@@ -20,22 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.records._io import atomic_write_json
+from llm_finetuning.fileio import atomic_write_json, sha256_bytes, sha256_file
 from llm_finetuning.rewards import registry
 
 FORMAT = "llm-finetuning/judge-calibration/1"
 MIN_ITEMS = 50
 # The judge settings that change its scores; the record binds them.
 BOUND_ARGS = ("endpoint", "model", "rubric", "max_score", "temperature", "max_tokens")
-_DEFAULTS = {k: v["default"] for k, v in registry.BUILTINS["judge"][1]["properties"].items() if "default" in v}
+_DEFAULTS = registry.arg_defaults("judge")
 
 
 def judge_binding(args: dict[str, Any]) -> dict[str, Any]:
     """The bound settings of a judge spec's args (defaults filled) and their sha256."""
     bound = {k: args.get(k, _DEFAULTS.get(k)) for k in BOUND_ARGS}
-    digest = hashlib.sha256(json.dumps(bound, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+    digest = sha256_bytes(json.dumps(bound, sort_keys=True, ensure_ascii=False).encode("utf-8"))
     return {"endpoint": bound["endpoint"], "model": bound["model"],
-            "rubric_sha256": hashlib.sha256(str(bound["rubric"]).encode("utf-8")).hexdigest(),
+            "rubric_sha256": sha256_bytes(str(bound["rubric"]).encode("utf-8")),
             "settings_sha256": digest}
 
 
@@ -130,7 +129,7 @@ def calibrate(judge: Any, spec: dict[str, Any], name: str, items: list[dict[str,
     return {
         "reward": name,
         "judge": judge_binding(args),
-        "labels": {"path": str(labels_path), "sha256": hashlib.sha256(Path(labels_path).read_bytes()).hexdigest()},
+        "labels": {"path": str(labels_path), "sha256": sha256_file(labels_path)},
         "figures": figures,
         "min_agreement": threshold,
         "meets_threshold": figures["n_scored"] > 0 and figures["agreement"] >= threshold,

@@ -18,6 +18,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from llm_finetuning.rewards._text import completion_text
+from llm_finetuning.rewards.registry import arg_defaults
+
+_DEFAULTS = arg_defaults("length_penalty")  # the registry's schema holds every default
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +38,7 @@ def overlong_penalty(length: int, max_length: int, buffer: int) -> float:
 class LengthPenalty:
     """The overlong penalty term: 0 for short completions, down to -1 past `max_length`."""
 
-    def __init__(self, max_length: int, buffer: int | None = None, unit: str = "tokens",
+    def __init__(self, max_length: int, buffer: int | None = _DEFAULTS["buffer"], unit: str = _DEFAULTS["unit"],
                  tokenizer: Any = None, name: str = "length_penalty") -> None:
         if max_length < 1:
             raise ValueError(f"max_length must be >= 1, found {max_length}")

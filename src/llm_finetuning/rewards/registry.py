@@ -117,6 +117,40 @@ def data_columns(fn: str, args: dict[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
+def arg_defaults(fn: str) -> dict[str, Any]:
+    """The default of every argument of built-in `fn` that has one: the one source of reward defaults
+    (the reward classes' keyword defaults and `build_reward` both read it)."""
+    props = BUILTINS[fn][1].get("properties", {})
+    return {k: v["default"] for k, v in props.items() if "default" in v}
+
+
+def reward_name(fn: str, occurrence: int = 1) -> str:
+    """The metric name of the `occurrence`-th reward `fn` of a brief (TRL's `__name__`, logged as
+    `rewards/<name>/mean`): `fn` for the first (0 counts as 1), then `fn#2`, `fn#3`."""
+    return fn if occurrence <= 1 else f"{fn}#{occurrence}"
+
+
+def reward_occurrences(specs: list[dict[str, Any]]) -> list[int]:
+    """For each reward spec: how many specs up to and including it name the same `fn` (1, 2, ...)."""
+    seen: dict[str, int] = {}
+    out = []
+    for spec in specs:
+        fn = str(spec.get("fn"))
+        seen[fn] = seen.get(fn, 0) + 1
+        out.append(seen[fn])
+    return out
+
+
+def reward_names(specs: list[dict[str, Any]]) -> list[str]:
+    """The metric name of each reward spec, in order: its `fn`, suffixed `#2`, `#3` where a name repeats."""
+    return [reward_name(str(spec.get("fn")), k) for spec, k in zip(specs, reward_occurrences(specs), strict=True)]
+
+
+def name_occurrence(name: str) -> int:
+    """The occurrence a metric name stands for: 1 for `fn`, 2 for `fn#2` (the inverse of `reward_name`)."""
+    return int(name.rpartition("#")[2]) if "#" in name else 1
+
+
 def builtin_names() -> list[str]:
     return sorted(BUILTINS)
 

@@ -22,8 +22,11 @@ from concurrent.futures import Future
 from typing import Any
 
 from llm_finetuning.rewards.explain import quoted
+from llm_finetuning.rewards.registry import arg_defaults
 from llm_finetuning.sandbox import JobResult, Limits, SandboxPool, get_pool
 from llm_finetuning.sandbox.judge import PreparedTest, failed_case_reasons, failed_test_reasons, prepare_test
+
+_DEFAULTS = arg_defaults("unit_tests")  # the registry's schema holds every default
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
@@ -62,8 +65,9 @@ class UnitTests:
 
     __name__ = "unit_tests"
 
-    def __init__(self, tests_field: str | None = None, io_field: str | None = None, timeout_s: float = 10.0,
-                 memory_mb: int = 512, name: str = "unit_tests") -> None:
+    def __init__(self, tests_field: str | None = None, io_field: str | None = None,
+                 timeout_s: float = _DEFAULTS["timeout_s"], memory_mb: int = _DEFAULTS["memory_mb"],
+                 name: str = "unit_tests") -> None:
         if tests_field and io_field:
             raise ValueError("give tests_field or io_field, not both")
         self.__name__ = name

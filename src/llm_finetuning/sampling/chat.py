@@ -32,14 +32,14 @@ def render_prompt(tokenizer: Any, messages: list[Message], chat_template_kwargs:
 def chat_template_identity(tokenizer: Any) -> dict[str, Any]:
     """Whether prompts go through a chat template, and the sha256 of its text: bound into records, so a
     later comparison (`finetune eval`) can tell whether both sides were prompted the same way."""
-    import hashlib
+    from llm_finetuning.fileio import sha256_bytes
 
     template = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # several named templates: the default one is what is applied
         template = template.get("default")
     if not template:
         return {"applied": False, "sha256": None}
-    return {"applied": True, "sha256": hashlib.sha256(str(template).encode("utf-8")).hexdigest()}
+    return {"applied": True, "sha256": sha256_bytes(str(template).encode("utf-8"))}
 
 
 def eos_token_ids(tokenizer: Any, generation_config: Any = None) -> list[int]:

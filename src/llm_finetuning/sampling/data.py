@@ -9,7 +9,6 @@ builds them: a string prompt becomes one user message, a list of messages is use
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import random
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.fileio import sha256_bytes, sha256_file
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 
@@ -87,14 +87,6 @@ def _read_hub(dataset_id: str, split: str, yaml_path: str) -> list[dict[str, Any
                             yaml_path) from None
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def load_split(brief: Any, which: str = "auto") -> DataSplit:
     """The eval split (`which="auto"` falls back to train when the brief has none) or the train split.
 
@@ -112,7 +104,7 @@ def load_split(brief: Any, which: str = "auto") -> DataSplit:
     if _is_local(spec, folder):
         path = brief.resolve(spec)
         rows = _read_local(path, yaml_path)
-        source, digest = str(path), _sha256_file(path)
+        source, digest = str(path), sha256_file(path)
     else:
         if use_eval and "/" not in spec and not _is_local(train_spec, folder):
             dataset_id, split = train_spec, spec
@@ -120,7 +112,7 @@ def load_split(brief: Any, which: str = "auto") -> DataSplit:
             dataset_id, split = spec, str(data.get("split") or "train")
         rows = _read_hub(dataset_id, split, yaml_path)
         source = f"{dataset_id}[{split}]"
-        digest = hashlib.sha256(f"hf-dataset:{source}".encode()).hexdigest()
+        digest = sha256_bytes(f"hf-dataset:{source}".encode())
     if not rows:
         raise UnusableInput(f"{yaml_path} ({source}) holds no rows", "add examples", yaml_path)
     field = str(data.get("prompt_field") or "prompt")

@@ -151,7 +151,7 @@ def render_html(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 def write_reports(record_path: Path, samples: list[dict[str, Any]], meta: dict[str, Any]) -> tuple[Path, Path]:
     """Write the Markdown and HTML reports beside the record (atomically) and return their paths."""
-    from llm_finetuning.records._io import atomic_write_bytes
+    from llm_finetuning.fileio import atomic_write_bytes
 
     md_path, html_path = report_paths(record_path)
     atomic_write_bytes(md_path, render_markdown(samples, meta).encode("utf-8"))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_finetuning.fileio import shown
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
-from llm_finetuning.records._io import shown
 from llm_finetuning.records.baseline import settings_drift
 
 ID = "base_success_nonzero"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_finetuning.fileio import shown
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
-from llm_finetuning.records._io import shown
 
 ID = "memory_fits"
 PATH = "hardware.gpu_memory_gib"

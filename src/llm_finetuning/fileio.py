@@ -1,0 +1,196 @@
+"""Files written so a crash never leaves half of one, and the sha256 of files and JSON: one place for both.
+
+Every file the product writes goes through `atomic_write_bytes` (or its text and JSON forms): a temporary
+file in the same folder, fsync, `os.replace`, then an fsync of the folder, so a reader sees the old file or
+the new one, never half. A folder written whole (a model, an export) is filled under a private temporary
+sibling and swapped in by `folder_swap`. Standard library only, imported by every layer; the gate's
+read-only fast path imports nothing heavier than `hashlib` and `json` from here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.errors import UnusableInput
+
+MAX_RECORD_BYTES = 64 << 20
+_CHUNK = 1 << 20
+
+
+# --- places and names ------------------------------------------------------------------------------
+
+def cache_dir() -> Path:
+    """Where llm-finetuning keeps caches: $LLM_FINETUNING_CACHE, else ~/.cache/llm-finetuning."""
+    root = os.environ.get("LLM_FINETUNING_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "llm-finetuning"
+
+
+def stat_key(path: Path) -> list[Any]:
+    """[path, size, mtime_ns] of a file or folder (size -1 when absent): a cache key part."""
+    try:
+        st = path.stat()
+    except OSError:
+        return [str(path), -1, 0]
+    return [str(path), st.st_size, st.st_mtime_ns]
+
+
+def shown(path: Path | str) -> str:
+    """A path as messages show it: relative to the working directory when under it, else absolute."""
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return str(p)
+
+
+def utc_now() -> str:
+    """The time a file is written, as records carry it: `2026-12-01T15:00:00Z`."""
+    from datetime import datetime, timezone  # lazy: the gate's fast path never writes a timestamp
+
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+# --- hashing ----------------------------------------------------------------------------------------
+
+def canonical_json(obj: Any) -> bytes:
+    """The bytes hashed for bindings and seals: sorted keys, no whitespace, UTF-8."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_json(obj: Any) -> str:
+    """sha256 of `canonical_json(obj)`."""
+    return sha256_bytes(canonical_json(obj))
+
+
+def sha256_file(path: Path | str) -> str:
+    """sha256 of a file's bytes, read in chunks (OSError when it cannot be read)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sha256_file_or_none(path: Path | str) -> str | None:
+    """`sha256_file`, or None when the file cannot be read."""
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+def atomic_write_bytes(path: Path | str, data: bytes, mode: int | None = None) -> None:
+    """Write `data` to `path` so that readers never see a partial file. The file is private (0600, as
+    `mkstemp` makes it) unless `mode` is given."""
+    import tempfile  # lazy: about 20 ms of imports the gate's read-only path does not need
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path | str, text: str, mode: int | None = None) -> None:
+    """`atomic_write_bytes` of `text` in UTF-8, newlines as given."""
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def atomic_write_json(path: Path | str, obj: Any) -> None:
+    """A JSON object as records are written: indented, sorted keys, UTF-8, no NaN."""
+    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def fsync_file(path: Path) -> None:
+    """fsync a file written by someone else (best effort: an unreadable file is skipped)."""
+    try:
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+    except OSError:
+        pass
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so a rename inside it survives a crash (best effort: some filesystems refuse)."""
+    try:
+        dfd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def replace_folder(tmp: Path, dest: Path) -> None:
+    """Swap the finished folder `tmp` in as `dest` (an older `dest` is removed first)."""
+    import shutil
+
+    if dest.exists():
+        shutil.rmtree(dest)
+    os.replace(tmp, dest)
+    fsync_dir(dest.parent)
+
+
+@contextlib.contextmanager
+def folder_swap(dest: Path) -> Iterator[Path]:
+    """A temporary sibling of `dest` to fill; when the block ends without an error it becomes `dest` whole
+    (readable by all, like any model folder), otherwise it is removed and `dest` is left as it was."""
+    import shutil
+    import tempfile
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
+    try:
+        yield tmp
+        tmp.chmod(0o755)  # mkdtemp makes it private
+        replace_folder(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+# --- reading ----------------------------------------------------------------------------------------
+
+def read_json_object(path: Path | str, what: str) -> dict[str, Any]:
+    """A JSON object from `path`, or UnusableInput saying why it cannot be read."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise UnusableInput(f"{what} {path} does not exist", "", str(path)) from None
+    if size > MAX_RECORD_BYTES:
+        raise UnusableInput(f"{what} {path} is {size >> 20} MiB; records are small JSON files", "", str(path))
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UnusableInput(f"{what} {path} is not readable JSON ({exc})", "", str(path)) from None
+    if not isinstance(obj, dict):
+        raise UnusableInput(f"{what} {path} holds a {type(obj).__name__}, not a JSON object", "", str(path))
+    return obj

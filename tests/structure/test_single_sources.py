@@ -1,0 +1,190 @@
+"""Each contract lives in one place, checked from the source: file writes and hashes in `llm_finetuning.fileio`,
+reward names and argument defaults in `rewards.registry`, the package's own modules imported plainly, and no
+package importing another package's private module."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import llm_finetuning
+from llm_finetuning.rewards import registry
+
+PACKAGE = Path(llm_finetuning.__file__).resolve().parent
+# hooks/guard.py runs under `python3 -S` without the package: standard library only, on purpose
+SELF_CONTAINED = {"hooks/guard.py"}
+FILE_MODULE = "fileio.py"
+# os.replace / mkdtemp that are moves or scratch folders, not a second atomic writer: (file, function)
+NOT_WRITERS = {
+    ("launch/checkpoints.py", "set_aside_incomplete"),  # renames an uncommitted checkpoint folder aside
+    ("export/folder.py", "export_model"),  # moves the merged model's files into the export being built
+    ("sandbox/_zygote.py", "start_job"),  # the untrusted job's scratch working directory
+}
+WRITER_CALLS = {("os", "replace"), ("os", "fsync"), ("tempfile", "mkstemp"), ("tempfile", "mkdtemp")}
+
+
+def modules() -> Iterator[tuple[str, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel not in SELF_CONTAINED:
+            yield rel, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def functions_with_calls(tree: ast.AST, name: str = "<module>") -> Iterator[tuple[str, ast.Call]]:
+    """(name of the innermost enclosing function, call) for every call in the module."""
+    for node in ast.iter_child_nodes(tree):
+        inner = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else name
+        if isinstance(node, ast.Call):
+            yield name, node
+        yield from functions_with_calls(node, inner)
+
+
+def dotted(node: ast.expr) -> tuple[str, str] | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.value.id, node.attr
+    return None
+
+
+def test_only_the_file_module_writes_atomically() -> None:
+    found = []
+    for rel, tree in modules():
+        if rel == FILE_MODULE:
+            continue
+        for where, call in functions_with_calls(tree):
+            if dotted(call.func) in WRITER_CALLS and (rel, where) not in NOT_WRITERS:
+                found.append(f"{rel}:{call.lineno} {where}: {'.'.join(dotted(call.func) or ())}")
+    assert not found, "write through llm_finetuning.fileio (atomic_write_*, folder_swap, fsync_*):\n" + "\n".join(found)
+
+
+def test_the_allowed_moves_still_exist() -> None:
+    """Each entry of NOT_WRITERS names a function that still makes such a call (no stale exemptions)."""
+    seen = {(rel, where) for rel, tree in modules() for where, call in functions_with_calls(tree)
+            if dotted(call.func) in WRITER_CALLS}
+    assert seen >= NOT_WRITERS, sorted(NOT_WRITERS - seen)
+
+
+def test_only_the_file_module_hashes_files() -> None:
+    """A function that both opens or reads a file and calls hashlib.sha256 is a second file hash; a one-shot
+    `hashlib.sha256(data)` is a second `sha256_bytes`. (An incremental digest over many parts is allowed.)"""
+    found = []
+    for rel, tree in modules():
+        if rel == FILE_MODULE:
+            continue
+        found += [f"{rel}:{c.lineno} hashlib.sha256(...): use fileio.sha256_bytes" for c in ast.walk(tree)
+                  if isinstance(c, ast.Call) and dotted(c.func) == ("hashlib", "sha256") and c.args]
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            calls = [c for c in ast.walk(node) if isinstance(c, ast.Call)]
+            hashes = any(dotted(c.func) == ("hashlib", "sha256") for c in calls)
+            reads = any((isinstance(c.func, ast.Name) and c.func.id == "open")
+                        or (isinstance(c.func, ast.Attribute) and c.func.attr in ("open", "read_bytes")) for c in calls)
+            if hashes and reads:
+                found.append(f"{rel}:{node.lineno} {node.name}")
+    assert not found, "hash files with llm_finetuning.fileio.sha256_file:\n" + "\n".join(found)
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    found = []
+    for rel, tree in modules():
+        own = rel.split("/")[0] if "/" in rel else {"cli.py": "commands"}.get(rel, rel)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("llm_finetuning."):
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.startswith("llm_finetuning.")]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                private_module = any(p.startswith("_") and not p.startswith("__") for p in parts[2:-1])
+                private_last = parts[-1].startswith("_") and not parts[-1].startswith("__") and len(parts) > 2 and (
+                    PACKAGE.joinpath(*parts[1:]).with_suffix(".py").is_file())
+                if parts[1] != own and (private_module or private_last):
+                    found.append(f"{rel}:{node.lineno} imports {name}")
+    assert not found, "\n".join(found)
+
+
+def test_own_modules_are_imported_plainly() -> None:
+    """No `importlib.import_module("llm_finetuning...")` and no ImportError fallback around our own imports:
+    a renamed function must fail loudly, not silently take a weaker path."""
+    found = []
+    for rel, tree in modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and dotted(node.func) == ("importlib", "import_module"):
+                arg = node.args[0] if node.args else None
+                literal = isinstance(arg, ast.Constant) and str(arg.value).startswith("llm_finetuning")
+                if literal:
+                    found.append(f"{rel}:{node.lineno} importlib.import_module({arg.value!r})")  # type: ignore[union-attr]
+            if isinstance(node, ast.Try):
+                caught = {ast.unparse(h.type) for h in node.handlers if h.type is not None}
+                if not any("ImportError" in c or "AttributeError" in c for c in caught):
+                    continue
+                own = [n for stmt in node.body for n in ast.walk(stmt)
+                       if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("llm_finetuning")]
+                if own:
+                    found.append(f"{rel}:{node.lineno} catches {', '.join(sorted(caught))} around an import of "
+                                 f"{own[0].module}")
+    assert not found, "\n".join(found)
+
+
+def test_reward_names_have_one_source() -> None:
+    """`fn#2` is spelled in rewards.registry only (reward_name, name_occurrence)."""
+    found = []
+    for rel, tree in modules():
+        if rel == "rewards/registry.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):
+                for before, after in zip(node.values, node.values[1:], strict=False):
+                    if (isinstance(before, ast.FormattedValue) and isinstance(after, ast.Constant)
+                            and str(after.value).startswith("#")):
+                        found.append(f"{rel}:{node.lineno} builds a `name#n` string")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                    "rpartition", "partition", "split") and node.args and isinstance(node.args[0], ast.Constant) \
+                    and node.args[0].value == "#":
+                found.append(f"{rel}:{node.lineno} parses a `name#n` string")
+    assert not found, "use rewards.registry.reward_name / reward_names / name_occurrence:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("fn", sorted(registry.BUILTINS))
+def test_reward_class_defaults_come_from_the_registry(fn: str) -> None:
+    """Every keyword default of a built-in reward class that the schema also defaults is read from the
+    registry (`_DEFAULTS[...]`), and equals it."""
+    import importlib
+
+    module_name, _, cls_name = registry.BUILTINS[fn][0].partition(":")
+    module = importlib.import_module(module_name)
+    cls = getattr(module, cls_name)
+    defaults = registry.arg_defaults(fn)
+    tree = ast.parse(inspect.getsource(cls))
+    init = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    args = init.args.args[len(init.args.args) - len(init.args.defaults):] + init.args.kwonlyargs
+    nodes = dict(zip([a.arg for a in args], list(init.args.defaults) + list(init.args.kw_defaults), strict=True))
+    signature = inspect.signature(cls)
+    for arg, value in defaults.items():
+        node = nodes.get(arg)
+        if node is None and value is None and signature.parameters[arg].default is inspect.Parameter.empty:
+            continue  # required by the class; build_reward fills it (length_penalty's max_length)
+        assert node is not None and ast.unparse(node) == f"_DEFAULTS[{arg!r}]", \
+            f"{module_name}.{cls_name}.__init__ {arg}: default is {ast.unparse(node) if node else 'missing'}"
+        assert signature.parameters[arg].default == value
+    assert defaults == module._DEFAULTS
+
+
+def test_defaults_are_collected_in_the_registry_only() -> None:
+    """No second `{k: v["default"] ...}` over a reward schema outside rewards.registry (the brief's own schema
+    defaults live in brief/)."""
+    found = []
+    for rel, tree in modules():
+        if rel == "rewards/registry.py" or rel.startswith("brief/"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.DictComp) and isinstance(node.value, ast.Subscript) \
+                    and isinstance(node.value.slice, ast.Constant) and node.value.slice.value == "default":
+                found.append(f"{rel}:{node.lineno}")
+    assert not found, "use rewards.registry.arg_defaults:\n" + "\n".join(found)
