@@ -17,13 +17,14 @@ from llm_finetuning.cli import VERBS
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
-FENCE = re.compile(r"```[a-z]*\n(.*?)```", re.S)
+FENCE = re.compile(r"(`{3,})[a-z]*\n(.*?)\1", re.S)  # a fence closes with as many backticks as it opened
 PATH_LIKE = re.compile(r"^(?:\.\./)*(?:skills|references|examples|evals|agents|commands|bin|assets|docs|src)/[\w./-]+$")
 FINETUNE = re.compile(r"(?<![\w/.-])finetune ([a-z][a-z-]*)((?: +[^\s`|]+)*)")
 
 
 def mentioned_paths(doc: Doc) -> list[str]:
-    found = [m for m in LINK.findall(doc.body) if not m.startswith(("http://", "https://", "mailto:"))]
+    prose = FENCE.sub("", doc.body)  # `x](y)` inside code is code (an index then a call), not a link
+    found = [m for m in LINK.findall(prose) if not m.startswith(("http://", "https://", "mailto:"))]
     found += [s for s in CODE_SPAN.findall(doc.body) if PATH_LIKE.match(s)]
     return found
 
@@ -45,11 +46,11 @@ def test_mentioned_paths_exist(bundle_doc: Doc) -> None:
 def finetune_commands(doc: Doc) -> list[tuple[str, list[str]]]:
     """(verb, options) for every `finetune VERB ...` in code spans and fenced blocks."""
     snippets = CODE_SPAN.findall(FENCE.sub("", doc.body))
-    snippets += [line for block in FENCE.findall(doc.body) for line in block.splitlines()]
+    snippets += [line for _, block in FENCE.findall(doc.body) for line in block.splitlines()]
     commands = []
     for snippet in snippets:
         for verb, rest in FINETUNE.findall(snippet):
-            words = shlex.split(rest.replace("$ARGUMENTS", "BRIEF"), posix=True) if rest else []
+            words = shlex.split(rest.replace("$ARGUMENTS", "BRIEF"), comments=True, posix=True) if rest else []
             commands.append((verb, [w.split("=")[0] for w in words if w.startswith("-")]))
     return commands
 
