@@ -102,8 +102,7 @@ def _print_human(record: dict[str, Any], verdict: Any, path: Path, training_path
     click.echo(f"  cut at max length   {100 * record['frac_truncated']:.1f}% "
                f"(max_completion_length {record['sampling']['max_completion_length']})")
     if sampling.get("purpose") == "evaluation" and decoding is not None:
-        flag = "--greedy" if decoding.greedy else f"--temperature {decoding.temperature:g}"
-        click.echo(f"Evaluation setting: `finetune eval RUN_DIR {flag}` compares with these figures; the gate "
+        click.echo(f"Evaluation setting: `finetune eval RUN_DIR {decoding.flag}` compares with these figures; the gate "
                    f"judges {shown(training_path)}, measured at the training temperature")
     else:
         click.echo(f"Verdict: {verdict.headline}")

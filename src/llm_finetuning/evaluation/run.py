@@ -87,8 +87,12 @@ def _record_for(brief: Any, decoding: Any) -> tuple[Path, dict[str, Any], list[s
         problems = verify_baseline(brief, path, identity)
         if not problems:
             return path, load_baseline(path), notes
-        notes.append(f"no current baseline record at {decoding.label} ({problems[0].message}): the base model is "
-                     f"sampled again at {decoding.label} on the prompts of {shown(training)}")
+        if problems[0].kind == "missing":
+            why = (f"no baseline record at {decoding.label} ({shown(path)}; `finetune baseline "
+                   f"{shown(brief.path)} {decoding.flag}` writes one)")
+        else:
+            why = f"the baseline record at {decoding.label} cannot be used ({problems[0].kind}: {problems[0].message})"
+        notes.append(f"{why}: the base model is sampled again at {decoding.label} on the prompts of {shown(training)}")
     problems = verify_baseline(brief, training, identity)
     if problems:
         raise UnusableInput(f"the baseline record cannot stand for the base model: {problems[0].line()}",
@@ -152,8 +156,7 @@ def plan_eval(brief: Any, n_prompts: int | None, k: int | None, decoding: Any = 
     found = recorded.get("chat_template")
     template: dict[str, Any] = found if isinstance(found, dict) else {}
     split = str(record["prompts"].get("split") or ("eval" if brief.section("data").get("eval") else "train"))
-    flag = "" if decoding is None or decoding.is_training(brief) else (
-        " --greedy" if decoding.greedy else f" --temperature {decoding.temperature:g}")
+    flag = "" if decoding is None or decoding.is_training(brief) else f" {decoding.flag}"
     return EvalPlan(brief, record, path, split, indices[:n], settings,
                     system_prompt or "", template.get("sha256"), base, notes=notes, baseline_flag=flag)
 

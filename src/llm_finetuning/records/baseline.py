@@ -74,6 +74,11 @@ class Decoding:
         """`greedy` or `t0.7`: what an evaluation record's file name carries."""
         return "greedy" if self.greedy else f"t{self.temperature:g}"
 
+    @property
+    def flag(self) -> str:
+        """`--greedy` or `--temperature 0.7`: the option of `finetune baseline` and `finetune eval` that asks for it."""
+        return "--greedy" if self.greedy else f"--temperature {self.temperature:g}"
+
     def is_training(self, brief: Any) -> bool:
         """The setting GRPO samples its groups at: `grpo.temperature`, not greedy."""
         return not self.greedy and _same(self.temperature, brief_sampling_settings(brief)["temperature"])
