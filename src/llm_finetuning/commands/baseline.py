@@ -23,15 +23,15 @@ from llm_finetuning.errors import UnusableInput
 DEFAULT_PROMPTS = 32
 
 
-def decoding_options(f: Any) -> Any:
-    """--temperature and --greedy, shared by baseline and eval."""
-    f = click.option("--greedy", is_flag=True,
-                     help="Decode greedily (no sampling, one completion per prompt) instead of sampling at "
-                          "grpo.temperature.")(f)
-    f = click.option("--temperature", type=click.FloatRange(0, 5, min_open=True), default=None, metavar="T",
-                     help="Sample at T (an evaluation setting, e.g. 0.7) instead of grpo.temperature, the "
-                          "training temperature.")(f)
-    return f
+def decoding_options(instead: str) -> Any:
+    """--temperature and --greedy, shared by baseline and eval; `instead`: what they replace."""
+    def add(f: Any) -> Any:
+        f = click.option("--greedy", is_flag=True,
+                         help=f"Decode greedily (no sampling, one completion per prompt) instead of {instead}.")(f)
+        f = click.option("--temperature", type=click.FloatRange(0, 5, min_open=True), default=None, metavar="T",
+                         help=f"Sample at T (an evaluation setting, e.g. 0.7) instead of {instead}.")(f)
+        return f
+    return add
 
 
 def backend_options(f: Any) -> Any:
@@ -118,7 +118,8 @@ def _print_human(record: dict[str, Any], verdict: Any, path: Path, training_path
 @click.option("--k", "k", type=click.IntRange(1, 1024), default=None,
               help="Completions per prompt (pass@k)  [default: grpo.num_generations, the group size GRPO trains "
                    "with, so the share of all-tied groups describes training's groups]")
-@decoding_options
+@decoding_options("sampling at grpo.temperature, the training temperature; written to a second record "
+                  "(baseline.t0.7.json, baseline.greedy.json)")
 @backend_options
 @click.option("--json", "as_json", is_flag=True, help="Print the record as one JSON object on stdout.")
 def command(brief: Path, n_prompts: int, k: int | None, temperature: float | None, greedy: bool,

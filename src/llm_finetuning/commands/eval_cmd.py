@@ -60,7 +60,8 @@ def render_human(result: dict[str, Any]) -> list[str]:
               help="Held-out prompts (default: all the baseline record sampled; never others).")
 @click.option("--k", "k", type=click.IntRange(1, 1024), default=None,
               help="Samples per prompt (default: the baseline's k; another k samples the base model again).")
-@decoding_options
+@decoding_options("the baseline record's temperature, on both sides (the base side from `finetune baseline "
+                  "BRIEF --temperature T` or `--greedy` when recorded, else sampled again)")
 @backend_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object on stdout.")
 def command(run_dir: Path, which: str, n_prompts: int | None, k: int | None, temperature: float | None,
