@@ -150,6 +150,8 @@ def test_greedy_baseline_is_one_completion_whatever_the_seed(tiny_person_brief: 
     out = json.loads(result.stdout)
     assert out["path"] == str(tiny_person_brief.parent / "records" / "baseline.greedy.json")
     assert out["k"] == 1 and (out["sampling"]["greedy"], out["sampling"]["temperature"]) == (True, 0.0)
+    human = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "3", "--greedy"]).stdout
+    assert "x 1 completions, greedy (transformers" in human and human.count("pass@1 ") == 1
     refused = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--greedy", "--k", "4"])
     assert refused.exit_code == 2 and "greedy decoding gives the same completion every time" in refused.output
     both = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--greedy", "--temperature", "0.5"])

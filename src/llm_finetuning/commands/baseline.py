@@ -95,7 +95,8 @@ def _print_human(record: dict[str, Any], verdict: Any, path: Path, training_path
     click.echo(f"Baseline of {record['model']} on {record['prompts']['count']} {record['prompts']['split']} "
                f"prompts x {k} completions, {setting} ({sampling['backend']}, {sampling['seconds']} s)")
     click.echo(f"  pass@1              {100 * record['pass_at_1']:.1f}%")
-    click.echo(f"  pass@{k:<15}{100 * record['pass_at_k']:.1f}%")
+    if k > 1:  # with one completion a prompt, pass@k is pass@1
+        click.echo(f"  pass@{k:<15}{100 * record['pass_at_k']:.1f}%")
     for name, value in record["mean_reward"].items():
         click.echo(f"  mean {name:<15}{value:.3f}")
     click.echo(f"  groups all tied     {100 * record['frac_groups_all_tie']:.1f}%")
