@@ -5,8 +5,9 @@ The base side is the baseline record's own per-prompt successes when it holds th
 otherwise (an older record, another k, more prompts than it sampled) the base model is sampled here with
 the same prompts and settings. `--temperature T` / `--greedy` evaluate both sides at that setting: the
 base side comes from the evaluation record `finetune baseline --temperature T` / `--greedy` wrote, when
-it is there and current, else the base model is sampled again at that setting on the baseline's prompts. Results are written to RUN_DIR/eval.json (bound to the checkpoint's
-sha256 and the baseline record's digest) and, for several checkpoints, RUN_DIR/eval.jsonl.
+it is there and current, else the base model is sampled again at that setting on the baseline's
+prompts. Results are written to RUN_DIR/eval.json (bound to the checkpoint's sha256 and the baseline
+record's digest) and, for several checkpoints, RUN_DIR/eval.jsonl.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.paired import paired_difference, pass_figures
 from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_folder, select_targets
 from llm_finetuning.records._io import atomic_write_bytes, atomic_write_json, shown, utc_now
+from llm_finetuning.records.baseline import Decoding
 from llm_finetuning.sampling.backend import SamplingSettings
 
 FORMAT = "llm-finetuning/eval@1"
@@ -68,7 +70,7 @@ def load_run_brief(run_dir: Path) -> Any:
     return brief
 
 
-def _record_for(brief: Any, decoding: Any) -> tuple[Path, dict[str, Any], list[str]]:
+def _record_for(brief: Any, decoding: Decoding | None) -> tuple[Path, dict[str, Any], list[str]]:
     """The baseline record to evaluate against (verified), and notes: the one measured at `decoding` when
     it is there and current, else the training one (records.baseline)."""
     from llm_finetuning.models import model_identity
@@ -100,7 +102,7 @@ def _record_for(brief: Any, decoding: Any) -> tuple[Path, dict[str, Any], list[s
     return training, load_baseline(training), notes
 
 
-def plan_eval(brief: Any, n_prompts: int | None, k: int | None, decoding: Any = None) -> EvalPlan:
+def plan_eval(brief: Any, n_prompts: int | None, k: int | None, decoding: Decoding | None = None) -> EvalPlan:
     """The baseline record (verified against the brief) and the prompts and settings it was measured with.
 
     `decoding` (a `records.baseline.Decoding`, from --temperature/--greedy) replaces the record's
@@ -132,9 +134,10 @@ def plan_eval(brief: Any, n_prompts: int | None, k: int | None, decoding: Any = 
     k = completions_per_prompt(k, decoding, int(record["k"]))
     per_prompt = record.get("per_prompt")
     base = None
-    if measured is not None and decoding != measured:
-        if not fell_back:  # the training record itself, asked for another setting
-            notes.append(f"{shown(path)} was measured at {measured.label}: the base model is sampled again at "
+    if decoding is not None and decoding != measured:  # asked for a setting this record was not measured at
+        if not fell_back:
+            at = measured.label if measured is not None else "a temperature it does not record"
+            notes.append(f"{shown(path)} was measured at {at}: the base model is sampled again at "
                          f"{decoding.label} on its prompts")
     elif isinstance(per_prompt, list) and len(per_prompt) == len(indices) and k == int(record["k"]):
         base = [int(s) for s in per_prompt[:n]]
