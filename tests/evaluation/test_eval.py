@@ -14,6 +14,7 @@ from llm_finetuning.cli import cli
 pytestmark = pytest.mark.slow
 
 CONTRACT = {"checkpoint", "prompts", "k", "base", "trained", "delta_pass_at_1", "ci95", "beyond_noise"}
+DECODING = {"temperature", "greedy"}  # added to DESIGN.md's keys: the setting both sides were measured at
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
@@ -31,7 +32,8 @@ def test_eval_against_a_real_baseline_uses_its_prompts_and_settings(full_run: tu
     code, out, err = run_cli("eval", str(run), "--json")
     assert code == 1, err  # a random model writes no JSON before or after: not better
     result = json.loads(out)
-    assert set(result) == CONTRACT
+    assert set(result) == CONTRACT | DECODING
+    assert (result["temperature"], result["greedy"]) == (record["sampling"]["temperature"], False)
     assert (result["checkpoint"], result["prompts"], result["k"]) == ("final", 6, 2)
     assert result["base"] == {"pass_at_1": record["pass_at_1"], "pass_at_k": record["pass_at_k"]}
     assert result["beyond_noise"] is False and result["ci95"][0] <= 0 <= result["ci95"][1]
@@ -46,6 +48,49 @@ def test_eval_against_a_real_baseline_uses_its_prompts_and_settings(full_run: tu
 
     assert written["checkpoint_sha256"] == folder_sha256(run / "model")
     assert len(written["per_prompt"]["trained"]) == 6
+
+
+def test_eval_at_an_evaluation_setting_compares_both_sides_there(full_run: tuple[Path, Path]) -> None:
+    """Issue 20 item 3: --greedy / --temperature T sample both sides at that setting; the base side comes from
+    the record of that setting when `finetune baseline --greedy` wrote one, else it is sampled again."""
+    brief, run = full_run
+    records = brief.parent / "records"
+    for stale in records.glob("baseline.*.json"):
+        stale.unlink()
+    assert run_cli("baseline", str(brief), "--prompts", "4", "--k", "2")[0] == 0
+    training = json.loads((records / "baseline.json").read_text())
+    code, out, err = run_cli("eval", str(run), "--greedy", "--json")
+    assert code == 1, err
+    result = json.loads(out)
+    assert set(result) == CONTRACT | DECODING
+    assert (result["temperature"], result["greedy"], result["k"], result["prompts"]) == (0.0, True, 1, 4)
+    assert f"note: no baseline record at greedy ({records / 'baseline.greedy.json'}; `finetune baseline {brief} " \
+        "--greedy` writes one): the base model is sampled again at greedy on the prompts of" in err
+    assert "Held-out (base)" in err  # sampled again, greedily, on the training record's prompts
+    written = json.loads((run / "eval.json").read_text())
+    assert written["baseline"]["base_source"] == "sampled" and written["settings"]["greedy"] is True
+    assert written["indices"] == training["prompts"]["indices"]
+
+    assert run_cli("baseline", str(brief), "--prompts", "4", "--greedy")[0] == 0
+    greedy = json.loads((records / "baseline.greedy.json").read_text())
+    code, out, err = run_cli("eval", str(run), "--greedy")
+    assert code == 1, err
+    assert "x 1 samples, greedy, max 8 tokens; base side: record)" in out
+    assert "Held-out (base)" not in err and "note:" not in err
+    written = json.loads((run / "eval.json").read_text())
+    assert written["baseline"]["path"] == str(records / "baseline.greedy.json")
+    assert written["per_prompt"]["base"] == greedy["per_prompt"]
+    assert written["base"] == {"pass_at_1": greedy["pass_at_1"], "pass_at_k": greedy["pass_at_k"]}
+
+    code, out, err = run_cli("eval", str(run), "--temperature", "1.3", "--json")
+    assert code == 1, err
+    assert (json.loads(out)["temperature"], json.loads(out)["k"]) == (1.3, 2)
+    assert "Held-out (base)" in err and "no baseline record at temperature 1.3" in err
+    code, out, err = run_cli("eval", str(run), "--temperature", f"{training['sampling']['temperature']:g}", "--json")
+    assert code == 1 and "Held-out (base)" not in err  # the training temperature: the training record's side
+    assert json.loads(out)["base"] == {"pass_at_1": training["pass_at_1"], "pass_at_k": training["pass_at_k"]}
+    code, _, err = run_cli("eval", str(run), "--greedy", "--k", "3")
+    assert code == 2 and "greedy decoding gives the same completion every time" in err
 
 
 def test_every_checkpoint_into_eval_jsonl_which_diagnose_reads(full_run: tuple[Path, Path]) -> None:

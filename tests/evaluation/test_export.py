@@ -53,6 +53,8 @@ def test_full_run_exports_a_loadable_folder_with_a_card(full_run: tuple[Path, Pa
     verdict = "passed" if run_gate(brief).passed else "rejected"  # test_eval's real baseline never succeeds
     assert f"Phase 1 gate, re-run at export: {verdict}" in card
     assert "## Held-out results" in card and "| pass@1 |" in card and "95% interval" in card
+    evaluated = json.loads((run / "eval.json").read_text())["settings"]["temperature"]
+    assert f"sampling settings at temperature {evaluated:g} (both sides)" in card
     assert "## Diagnosis" in card and "`finetune diagnose`" in card
     assert "4 steps; reward" in card
     provenance = json.loads((dest / "llm-finetuning-export.json").read_text())
@@ -66,6 +68,11 @@ def test_full_run_exports_a_loadable_folder_with_a_card(full_run: tuple[Path, Pa
     assert json.loads((dest / "config.json").read_text())["dtype"] == "bfloat16"
     card = (dest / "README.md").read_text()
     assert "Checkpoint: checkpoint-2 (step 2)" in card and "scored another checkpoint" in card
+
+    # an evaluation at another setting says so in the card
+    assert run_cli("eval", str(run), "--prompts", "2", "--greedy")[0] in (0, 1)
+    assert run_cli("export", str(run), "-o", str(dest), "--force")[0] == 0
+    assert "sampling settings at greedy decoding (both sides)" in (dest / "README.md").read_text()
 
 
 def test_unfinished_run_is_refused_unless_a_checkpoint_is_named(full_run: tuple[Path, Path], tmp_path: Path) -> None:

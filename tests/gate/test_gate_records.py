@@ -194,6 +194,35 @@ def test_baseline_measured_under_other_settings_warns_naming_each(make_brief,
                for _, _, fix in warned)
 
 
+@pytest.mark.parametrize(("sampling", "setting"), [
+    ({"temperature": 0.0, "greedy": True, "purpose": "evaluation"}, "greedy"),
+    ({"temperature": 0.7, "greedy": False, "purpose": "evaluation"}, "temperature 0.7"),
+])
+def test_baseline_measured_at_an_evaluation_setting_fails(make_brief, monkeypatch: pytest.MonkeyPatch,
+                                                          sampling: dict, setting: str) -> None:
+    """Issue 20 item 3: figures from `finetune baseline --greedy` (or --temperature) at records.baseline,
+    which would pass on their numbers, do not stand for the learning signal at the training temperature."""
+    from llm_finetuning.brief import load_brief
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "records"))
+    from records_builders import build_baseline
+
+    brief = make_brief("passing")
+    monkeypatch.chdir(brief.parent)
+    loaded, _ = load_brief(brief)
+    build_baseline(loaded, pass_at_k=0.9, pass_at_1=0.6, sampling=sampling)
+    report = run_gate(brief)
+    assert not report.passed and report.exit_code == 1
+    [fail] = [c for c in report.failures if c.id == "base_success_nonzero"]
+    assert (fail.path, fail.reason, fail.fix) == (
+        "records.baseline", f"the baseline record was measured at {setting} (`finetune baseline --temperature/"
+        "--greedy`), an evaluation setting: the learning signal is judged at the training temperature "
+        "(grpo.temperature 1)", "run `finetune baseline brief.yaml` without --temperature or --greedy: it "
+        "measures at grpo.temperature into records.baseline")
+    build_baseline(loaded, pass_at_k=0.9, pass_at_1=0.6)  # the same figures at the training temperature pass
+    assert _base_success_warnings(brief) == []
+
+
 def test_baseline_without_settings_warns_they_are_unknown(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:
     from llm_finetuning.brief import load_brief
 

@@ -59,3 +59,49 @@ def test_wrong_format_is_malformed(brief: Any) -> None:
     path.write_text('{"format": "something-else"}')
     problems = verify_baseline(brief, path)
     assert [(p.kind, p.what) for p in problems] == [("malformed", "record")]
+
+
+def test_evaluation_records_sit_beside_the_training_one(brief: Any) -> None:
+    """--temperature/--greedy measurements get their own file; the training temperature keeps records.baseline."""
+    training = baseline.training_record_path(brief)
+    t = baseline.brief_sampling_settings(brief)["temperature"]
+    assert baseline.record_path_for(brief, baseline.Decoding(t)) == training
+    assert baseline.record_path_for(brief, baseline.Decoding(0.7)) == training.with_name("baseline.t0.7.json")
+    greedy = baseline.Decoding(0.0, greedy=True)
+    assert baseline.record_path_for(brief, greedy) == training.with_name("baseline.greedy.json")
+    assert (greedy.label, baseline.Decoding(0.7).label) == ("greedy", "temperature 0.7")
+    assert not greedy.is_training(brief) and baseline.Decoding(t).is_training(brief)
+
+
+def test_requested_decoding_and_completions_per_prompt(brief: Any) -> None:
+    from llm_finetuning.errors import UnusableInput
+
+    assert baseline.requested_decoding(brief, None, False) is None
+    assert baseline.requested_decoding(brief, 0.7, False) == baseline.Decoding(0.7)
+    greedy = baseline.requested_decoding(brief, None, True)
+    assert greedy == baseline.Decoding(0.0, greedy=True)
+    with pytest.raises(UnusableInput, match="--temperature and --greedy both given"):
+        baseline.requested_decoding(brief, 0.7, True)
+    assert baseline.completions_per_prompt(None, greedy, 8) == 1
+    assert baseline.completions_per_prompt(None, baseline.Decoding(0.7), 8) == 8
+    assert baseline.completions_per_prompt(4, None, 8) == 4
+    with pytest.raises(UnusableInput, match="greedy decoding gives the same completion every time"):
+        baseline.completions_per_prompt(4, greedy, 8)
+
+
+def test_recorded_decoding_and_purpose(brief: Any) -> None:
+    path = build_baseline(brief, sampling={"temperature": 0.0, "greedy": True, "purpose": "evaluation"})
+    rec = baseline.load_baseline(path)
+    assert baseline.recorded_decoding(rec) == baseline.Decoding(0.0, greedy=True)
+    assert baseline.measured_for_evaluation(rec)
+    rec = baseline.load_baseline(build_baseline(brief))
+    assert baseline.recorded_decoding(rec) == baseline.Decoding(1.0) and not baseline.measured_for_evaluation(rec)
+    assert baseline.recorded_decoding(baseline.load_baseline(build_baseline(brief, settings=False))) is None
+
+
+def test_missing_training_record_names_the_evaluation_records_beside_it(brief: Any) -> None:
+    path = build_baseline(brief, sampling={"temperature": 0.7, "purpose": "evaluation"})
+    path.rename(path.with_name("baseline.t0.7.json"))
+    [problem] = verify_baseline(brief, path)
+    assert problem.kind == "missing"
+    assert "baseline.t0.7.json beside it measure evaluation settings, not the training temperature" in problem.message

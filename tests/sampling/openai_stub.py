@@ -65,7 +65,9 @@ class ChatServer:
         enc = tok(text, return_tensors="pt", add_special_tokens=False)
         torch.manual_seed(int(body.get("seed", 0)))
         with torch.no_grad():
-            out = self.model.generate(**enc, do_sample=True, temperature=float(body["temperature"]), top_k=0,
+            temperature = float(body["temperature"])  # 0: greedy, as vLLM's server reads it
+            decoding = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+            out = self.model.generate(**enc, **decoding, top_k=0,
                                       max_new_tokens=int(body["max_tokens"]), num_return_sequences=int(body["n"]),
                                       pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
         choices = []

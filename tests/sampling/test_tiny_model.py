@@ -105,6 +105,78 @@ def test_gate_warns_when_the_brief_leaves_the_baselines_settings(tiny_person_bri
     assert all("finetune baseline" in c["fix"] for c in warned)
 
 
+def test_baseline_at_an_evaluation_temperature_keeps_the_training_record(tiny_person_brief: Path) -> None:
+    """Issue 20 item 3: `--temperature T` measures into a second record; records.baseline stays the training one."""
+    records = tiny_person_brief.parent / "records"
+    assert CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "3", "--k", "2"]).exit_code == 0
+    training = json.loads((records / "baseline.json").read_text())
+    result = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "3", "--k", "2",
+                                      "--temperature", "1.3", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["path"] == str(records / "baseline.t1.3.json")
+    assert (out["sampling"]["temperature"], out["sampling"]["greedy"], out["sampling"]["purpose"]) == (1.3, False,
+                                                                                                      "evaluation")
+    assert "verdict" not in out  # the learning-signal verdict speaks of training's groups only
+    assert out["prompts"]["indices"] == training["prompts"]["indices"]  # the same prompts, paired
+    assert json.loads((records / "baseline.json").read_text()) == training  # untouched
+    assert (training["sampling"]["temperature"], training["sampling"]["purpose"]) == (0.7, "training")
+    human = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "3", "--k", "2",
+                                     "--temperature", "1.3"])
+    assert "x 2 completions, temperature 1.3 (transformers" in human.stdout
+    assert "`finetune eval RUN_DIR --temperature 1.3` compares with these figures; the gate judges" in human.stdout
+    same = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "3", "--k", "2",
+                                    "--temperature", "0.7", "--json"])  # the training temperature itself
+    assert json.loads(same.stdout)["path"] == str(records / "baseline.json")
+
+
+def test_greedy_baseline_is_one_completion_whatever_the_seed(tiny_person_brief: Path) -> None:
+    from llm_finetuning.records.baseline import Decoding
+    from llm_finetuning.sampling.run import sample_brief, settings_from_brief
+
+    brief = load(tiny_person_brief)
+    greedy = settings_from_brief(brief, 1, decoding=Decoding(0.0, greedy=True))
+    runs = [sample_brief(brief, n_prompts=3, k=1, backend="transformers",
+                         settings=settings_from_brief(brief, 1, seed_offset=o, decoding=Decoding(0.0, greedy=True)))
+            for o in (0, 1)]
+    texts = [[c.text for p in r.prompts for c in p.completions] for r in runs]
+    assert texts[0] == texts[1]  # no sampling: the seed changes nothing
+    sampled = [sample_brief(brief, n_prompts=3, k=1, backend="transformers", seed_offset=o) for o in (0, 1)]
+    assert [c.text for p in sampled[0].prompts for c in p.completions] != \
+        [c.text for p in sampled[1].prompts for c in p.completions]
+    assert greedy.greedy and greedy.k == 1
+    result = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "3", "--greedy", "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["path"] == str(tiny_person_brief.parent / "records" / "baseline.greedy.json")
+    assert out["k"] == 1 and (out["sampling"]["greedy"], out["sampling"]["temperature"]) == (True, 0.0)
+    human = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "3", "--greedy"]).stdout
+    assert "x 1 completions, greedy (transformers" in human and human.count("pass@1 ") == 1
+    refused = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--greedy", "--k", "4"])
+    assert refused.exit_code == 2 and "greedy decoding gives the same completion every time" in refused.output
+    both = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--greedy", "--temperature", "0.5"])
+    assert both.exit_code == 2 and "--temperature and --greedy both given" in both.output
+
+
+def test_a_baseline_at_an_evaluation_setting_alone_does_not_pass_the_gate(tiny_person_brief: Path) -> None:
+    assert CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "2", "--greedy"]).exit_code == 0
+    gate = CliRunner().invoke(cli, ["gate", str(tiny_person_brief), "--json"])
+    assert gate.exit_code == 1
+    [check] = [c for c in json.loads(gate.stdout)["checks"] if c["id"] == "base_success_nonzero"]
+    assert check["verdict"] == "fail"
+    assert "no baseline record at" in check["reason"] and "baseline.greedy.json beside it measure evaluation " \
+        "settings, not the training temperature the gate judges" in check["reason"]
+    assert check["fix"] == f"run `finetune baseline {tiny_person_brief}`"
+
+
+def test_greedy_through_an_endpoint_asks_for_temperature_0(tiny_person_brief: Path, tiny_model_dir: Path) -> None:
+    with ChatServer(tiny_model_dir) as server:
+        result = CliRunner().invoke(cli, ["baseline", str(tiny_person_brief), "--prompts", "2", "--greedy",
+                                          "--endpoint", server.url])
+    assert result.exit_code == 0, result.output
+    assert [(r["n"], r["temperature"], r["top_p"]) for r in server.requests] == [(1, 0.0, 1.0)] * 2
+
+
 def _png_is_blank(png: bytes) -> bool:
     """True when every byte of the decoded image rows (filter bytes aside) is the same."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -121,3 +121,15 @@ def test_spread_covers_rare_outcomes_and_many_prompts() -> None:
     assert sum(c["rewards"]["r"] == 1.0 for c in chosen) == 2  # both successes, not drowned by 118 failures
     assert len({c["prompt_index"] for c in chosen}) == 40
     assert spread_samples(candidates, 50, seed=1) == chosen
+
+
+def test_greedy_decoding_arguments_for_each_backend() -> None:
+    """Greedy is transformers' do_sample=False and temperature 0 for vLLM (and an endpoint): one completion."""
+    from llm_finetuning.sampling.transformers_backend import decoding_kwargs
+
+    greedy = SamplingSettings(k=1, temperature=0.0, max_completion_length=64, seed=10, top_p=0.9, greedy=True)
+    assert decoding_kwargs(greedy) == {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    sampled = SamplingSettings(k=4, temperature=0.7, max_completion_length=64, top_p=0.9)
+    assert decoding_kwargs(sampled) == {"do_sample": True, "temperature": 0.7, "top_p": 0.9, "top_k": 0}
+    params = sampling_params_kwargs(greedy, 3)
+    assert (params["n"], params["temperature"], params["top_p"]) == (1, 0.0, 1.0)

@@ -3,6 +3,10 @@
 Samples k completions for each of N prompts of the eval split (the train split when the brief has no
 eval split), scores every reward, writes the baseline record at `records.baseline`, and prints a
 verdict. Exit 0 when the record is written (the gate judges it), 2 on unusable input.
+
+`--temperature T` or `--greedy` measures an evaluation setting instead (what a deployed model decodes
+with) into a second record beside it (`baseline.t0.7.json`, `baseline.greedy.json`): the gate keeps
+judging the training-temperature record, since GRPO's learning signal comes from groups sampled there.
 """
 
 from __future__ import annotations
@@ -19,6 +23,17 @@ from llm_finetuning.errors import UnusableInput
 DEFAULT_PROMPTS = 32
 
 
+def decoding_options(instead: str) -> Any:
+    """--temperature and --greedy, shared by baseline and eval; `instead`: what they replace."""
+    def add(f: Any) -> Any:
+        f = click.option("--greedy", is_flag=True,
+                         help=f"Decode greedily (no sampling, one completion per prompt) instead of {instead}.")(f)
+        f = click.option("--temperature", type=click.FloatRange(0, 5, min_open=True), default=None, metavar="T",
+                         help=f"Sample at T (an evaluation setting, e.g. 0.7) instead of {instead}.")(f)
+        return f
+    return add
+
+
 def backend_options(f: Any) -> Any:
     """--endpoint, --endpoint-model and --backend, shared by baseline and inspect."""
     f = click.option("--backend", type=click.Choice(["auto", "vllm", "transformers", "endpoint"]), default="auto",
@@ -31,8 +46,11 @@ def backend_options(f: Any) -> Any:
     return f
 
 
-def build_record(brief: Any, run: Any) -> tuple[dict[str, Any], Any]:
-    """The baseline record (through `records.baseline.make_baseline`) and the verdict of a scored run."""
+def build_record(brief: Any, run: Any, purpose: str = "training") -> tuple[dict[str, Any], Any]:
+    """The baseline record (through `records.baseline.make_baseline`) and the verdict of a scored run.
+
+    `purpose` is `training` (the record the gate judges) or `evaluation` (another decoding setting).
+    """
     from llm_finetuning.records.baseline import make_baseline
     from llm_finetuning.rewards import reward_names
     from llm_finetuning.sampling.metrics import (
@@ -60,27 +78,37 @@ def build_record(brief: Any, run: Any) -> tuple[dict[str, Any], Any]:
         frac_groups_all_tie=fig["frac_groups_all_tie"], frac_truncated=fig["frac_truncated"],
         mean_total=fig["mean_total"], successes=fig["successes"], completions=fig["completions"],
         success_definition=SUCCESS_DEFINITION, verifiers=verifiers,
-        sampling=recorded_settings(run, brief.section("data").get("system_prompt")),
+        sampling={**recorded_settings(run, brief.section("data").get("system_prompt")), "purpose": purpose},
         per_prompt=[sum(is_success(c["rewards"], verifiers) for c in g) for g in groups],
         verdict=v.to_json(),
     )
     return record, v
 
 
-def _print_human(record: dict[str, Any], verdict: Any, path: Path) -> None:
-    k = record["k"]
+def _print_human(record: dict[str, Any], verdict: Any, path: Path, training_path: Path) -> None:
+    from llm_finetuning.fileio import shown
+    from llm_finetuning.records.baseline import recorded_decoding
+
+    k, sampling = record["k"], record["sampling"]
+    decoding = recorded_decoding(record)
+    setting = decoding.label if decoding is not None else "temperature unknown"
     click.echo(f"Baseline of {record['model']} on {record['prompts']['count']} {record['prompts']['split']} "
-               f"prompts x {k} completions ({record['sampling']['backend']}, {record['sampling']['seconds']} s)")
+               f"prompts x {k} completions, {setting} ({sampling['backend']}, {sampling['seconds']} s)")
     click.echo(f"  pass@1              {100 * record['pass_at_1']:.1f}%")
-    click.echo(f"  pass@{k:<15}{100 * record['pass_at_k']:.1f}%")
+    if k > 1:  # with one completion a prompt, pass@k is pass@1
+        click.echo(f"  pass@{k:<15}{100 * record['pass_at_k']:.1f}%")
     for name, value in record["mean_reward"].items():
         click.echo(f"  mean {name:<15}{value:.3f}")
     click.echo(f"  groups all tied     {100 * record['frac_groups_all_tie']:.1f}%")
     click.echo(f"  cut at max length   {100 * record['frac_truncated']:.1f}% "
                f"(max_completion_length {record['sampling']['max_completion_length']})")
-    click.echo(f"Verdict: {verdict.headline}")
-    for line in verdict.advice:
-        click.echo(f"  - {line}")
+    if sampling.get("purpose") == "evaluation" and decoding is not None:
+        click.echo(f"Evaluation setting: `finetune eval RUN_DIR {decoding.flag}` compares with these figures; the gate "
+                   f"judges {shown(training_path)}, measured at the training temperature")
+    else:
+        click.echo(f"Verdict: {verdict.headline}")
+        for line in verdict.advice:
+            click.echo(f"  - {line}")
     click.echo(f"Wrote {path}")
 
 
@@ -91,29 +119,49 @@ def _print_human(record: dict[str, Any], verdict: Any, path: Path) -> None:
 @click.option("--k", "k", type=click.IntRange(1, 1024), default=None,
               help="Completions per prompt (pass@k)  [default: grpo.num_generations, the group size GRPO trains "
                    "with, so the share of all-tied groups describes training's groups]")
+@decoding_options("sampling at grpo.temperature, the training temperature; written to a second record "
+                  "(baseline.t0.7.json, baseline.greedy.json)")
 @backend_options
 @click.option("--json", "as_json", is_flag=True, help="Print the record as one JSON object on stdout.")
-def command(brief: Path, n_prompts: int, k: int | None, endpoint: str | None, endpoint_model: str | None,
-            backend: str, as_json: bool) -> None:
-    """Sample K completions for N prompts from the base model, score them, write the baseline record."""
+def command(brief: Path, n_prompts: int, k: int | None, temperature: float | None, greedy: bool,
+            endpoint: str | None, endpoint_model: str | None, backend: str, as_json: bool) -> None:
+    """Sample K completions for N prompts from the base model, score them, write the baseline record.
+
+    With --temperature T or --greedy it measures that evaluation setting into a second record beside
+    records.baseline (baseline.t0.7.json, baseline.greedy.json); the gate judges the training one.
+    """
     loaded = load_checked_brief(str(brief), as_json)
-    from llm_finetuning.records.baseline import brief_sampling_settings, write_baseline
-    from llm_finetuning.sampling.run import sample_brief, score_run
+    from llm_finetuning.records.baseline import (
+        Decoding,
+        brief_sampling_settings,
+        completions_per_prompt,
+        record_path_for,
+        requested_decoding,
+        training_record_path,
+        write_baseline,
+    )
+    from llm_finetuning.sampling.run import sample_brief, score_run, settings_from_brief
 
-    k = k or brief_sampling_settings(loaded)["k"]
-
+    now = brief_sampling_settings(loaded)
     try:
+        decoding = requested_decoding(loaded, temperature, greedy)
+        k = completions_per_prompt(k, decoding, now["k"])
+        decoding = decoding or Decoding(now["temperature"])
+        settings = settings_from_brief(loaded, k, decoding=decoding)
         run = sample_brief(loaded, n_prompts=n_prompts, k=k, split="auto", backend=backend, endpoint=endpoint,
-                           endpoint_model=endpoint_model, desc="Baseline")
+                           endpoint_model=endpoint_model, desc="Baseline", settings=settings)
         score_run(loaded, run)
     except UnusableInput as exc:
         fail_unusable(exc, as_json)
     except ValueError as exc:  # a reward refused its spec or a row: unusable input, named by the reward
         fail_unusable(UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards"), as_json)
-    record, verdict = build_record(loaded, run)
-    path = loaded.resolve(str(loaded.section("records").get("baseline") or "records/baseline.json"))
+    purpose = "training" if decoding.is_training(loaded) else "evaluation"
+    record, verdict = build_record(loaded, run, purpose)
+    if purpose == "evaluation":  # the learning-signal verdict speaks of training's groups, not of these
+        record.pop("verdict", None)
+    path = record_path_for(loaded, decoding)
     written = write_baseline(path, record)
     if as_json:
         click.echo(json.dumps({**written, "path": str(path)}))
     else:
-        _print_human(written, verdict, path)
+        _print_human(written, verdict, path, training_record_path(loaded))

@@ -2,7 +2,9 @@
 
 Samples the run's final model (or a checkpoint, or every checkpoint) on the baseline record's prompts
 with the baseline's settings, scores it with the brief's rewards, and compares it with the base model
-prompt by prompt (a 95% interval on the paired difference in pass@1). Writes RUN_DIR/eval.json, and
+prompt by prompt (a 95% interval on the paired difference in pass@1). `--temperature T` / `--greedy`
+compare both sides at that evaluation setting instead (the base side from the record `finetune baseline
+--temperature T` / `--greedy` wrote, else sampled again, with a note). Writes RUN_DIR/eval.json, and
 RUN_DIR/eval.jsonl for `--checkpoint all` (what `finetune diagnose` reads as the held-out score).
 Exit 0 better beyond the noise, 1 not, 2 unusable input.
 """
@@ -17,7 +19,7 @@ from typing import Any
 import click
 
 from llm_finetuning.commands._common import fail_unusable
-from llm_finetuning.commands.baseline import backend_options
+from llm_finetuning.commands.baseline import backend_options, decoding_options
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
 
 
@@ -37,8 +39,9 @@ def render_human(result: dict[str, Any]) -> list[str]:
     k, s = result["k"], result["settings"]
     name = "final model" if result["checkpoint"] == "final" else f"checkpoint {result['checkpoint']}"
     lo, hi = result["ci95"]
+    decoding = "greedy" if s.get("greedy") else f"temperature {s['temperature']:g}"
     return [
-        f"{name} ({result['prompts']} {result['split']}-split prompts x {k} samples, temperature {s['temperature']:g}, "
+        f"{name} ({result['prompts']} {result['split']}-split prompts x {k} samples, {decoding}, "
         f"max {s['max_completion_length']} tokens; base side: {result['baseline']['base_source']})",
         f"  {'':<10}{'base':>8}{'trained':>10}",
         f"  {'pass@1':<10}{100 * result['base']['pass_at_1']:>7.1f}%{100 * result['trained']['pass_at_1']:>9.1f}%",
@@ -57,15 +60,21 @@ def render_human(result: dict[str, Any]) -> list[str]:
               help="Held-out prompts (default: all the baseline record sampled; never others).")
 @click.option("--k", "k", type=click.IntRange(1, 1024), default=None,
               help="Samples per prompt (default: the baseline's k; another k samples the base model again).")
+@decoding_options("the baseline record's temperature, on both sides (the base side from `finetune baseline "
+                  "BRIEF --temperature T` or `--greedy` when recorded, else sampled again)")
 @backend_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object on stdout.")
-def command(run_dir: Path, which: str, n_prompts: int | None, k: int | None, endpoint: str | None,
-            endpoint_model: str | None, backend: str, as_json: bool) -> None:
-    """Held-out pass@1/pass@k of the trained model against the baseline record, with a paired 95% interval."""
+def command(run_dir: Path, which: str, n_prompts: int | None, k: int | None, temperature: float | None,
+            greedy: bool, endpoint: str | None, endpoint_model: str | None, backend: str, as_json: bool) -> None:
+    """Held-out pass@1/pass@k of the trained model against the baseline record, with a paired 95% interval.
+
+    Both sides are sampled with the baseline's settings, or at --temperature T / --greedy (an evaluation
+    setting: the base side from `finetune baseline BRIEF --temperature T` when recorded, else sampled again).
+    """
     from llm_finetuning.evaluation.run import EVAL_JSON, EVAL_JSONL, contract, evaluate
 
     try:
-        results = evaluate(run_dir, which, n_prompts, k, backend, endpoint, endpoint_model)
+        results = evaluate(run_dir, which, n_prompts, k, backend, endpoint, endpoint_model, temperature, greedy)
     except UnusableInput as exc:
         fail_unusable(exc, as_json)
     last = results[-1]

@@ -3,8 +3,11 @@ settings, score them with the brief's rewards, and compare with the base model p
 
 The base side is the baseline record's own per-prompt successes when it holds them for the same k;
 otherwise (an older record, another k, more prompts than it sampled) the base model is sampled here with
-the same prompts and settings. Results are written to RUN_DIR/eval.json (bound to the checkpoint's
-sha256 and the baseline record's digest) and, for several checkpoints, RUN_DIR/eval.jsonl.
+the same prompts and settings. `--temperature T` / `--greedy` evaluate both sides at that setting: the
+base side comes from the evaluation record `finetune baseline --temperature T` / `--greedy` wrote, when
+it is there and current, else the base model is sampled again at that setting on the baseline's
+prompts. Results are written to RUN_DIR/eval.json (bound to the checkpoint's sha256 and the baseline
+record's digest) and, for several checkpoints, RUN_DIR/eval.jsonl.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.paired import paired_difference, pass_figures
 from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_folder, select_targets
 from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, utc_now
+from llm_finetuning.records.baseline import Decoding
 from llm_finetuning.sampling.backend import SamplingSettings
 
 FORMAT = "llm-finetuning/eval@1"
@@ -42,6 +46,7 @@ class EvalPlan:
     base_successes: list[int] | None  # from the record; None: sample the base model
     base_source: str = "record"  # or "sampled": where the base side's per-prompt successes came from
     notes: list[str] = field(default_factory=list)
+    baseline_flag: str = ""  # what `finetune baseline BRIEF` needs to record this setting: "", " --greedy" ...
 
 
 @dataclass
@@ -65,20 +70,54 @@ def load_run_brief(run_dir: Path) -> Any:
     return brief
 
 
-def plan_eval(brief: Any, n_prompts: int | None, k: int | None) -> EvalPlan:
-    """The baseline record (verified against the brief) and the prompts and settings it was measured with."""
+def _record_for(brief: Any, decoding: Decoding | None) -> tuple[Path, dict[str, Any], list[str]]:
+    """The baseline record to evaluate against (verified), and notes: the one measured at `decoding` when
+    it is there and current, else the training one (records.baseline)."""
     from llm_finetuning.models import model_identity
-    from llm_finetuning.records.baseline import brief_sampling_settings, load_baseline, verify_baseline
+    from llm_finetuning.records.baseline import (
+        load_baseline,
+        record_path_for,
+        training_record_path,
+        verify_baseline,
+    )
 
-    path = brief.resolve(str(brief.section("records").get("baseline") or "records/baseline.json"))
-    problems = verify_baseline(brief, path, model_identity(brief.section("model"), brief.folder))
+    identity = model_identity(brief.section("model"), brief.folder)
+    training = training_record_path(brief)
+    notes: list[str] = []
+    if decoding is not None and not decoding.is_training(brief):
+        path = record_path_for(brief, decoding)
+        problems = verify_baseline(brief, path, identity)
+        if not problems:
+            return path, load_baseline(path), notes
+        if problems[0].kind == "missing":
+            why = (f"no baseline record at {decoding.label} ({shown(path)}; `finetune baseline "
+                   f"{shown(brief.path)} {decoding.flag}` writes one)")
+        else:
+            why = f"the baseline record at {decoding.label} cannot be used ({problems[0].kind}: {problems[0].message})"
+        notes.append(f"{why}: the base model is sampled again at {decoding.label} on the prompts of {shown(training)}")
+    problems = verify_baseline(brief, training, identity)
     if problems:
         raise UnusableInput(f"the baseline record cannot stand for the base model: {problems[0].line()}",
                             problems[0].fix, "records.baseline")
-    record = load_baseline(path)
+    return training, load_baseline(training), notes
+
+
+def plan_eval(brief: Any, n_prompts: int | None, k: int | None, decoding: Decoding | None = None) -> EvalPlan:
+    """The baseline record (verified against the brief) and the prompts and settings it was measured with.
+
+    `decoding` (a `records.baseline.Decoding`, from --temperature/--greedy) replaces the record's
+    temperature; the record's per-prompt successes stand for the base side only when measured at it.
+    """
+    from llm_finetuning.records.baseline import (
+        brief_sampling_settings,
+        completions_per_prompt,
+        recorded_decoding,
+    )
+
+    path, record, notes = _record_for(brief, decoding)
+    fell_back = bool(notes)  # no current record at the asked setting: the training record's prompts
     recorded = record.get("sampling") or {}
     now = brief_sampling_settings(brief)
-    notes = []
     unknown = [name for name in ("temperature", "max_completion_length", "top_p", "system_prompt")
                if name not in recorded]
     if unknown:
@@ -90,29 +129,39 @@ def plan_eval(brief: Any, n_prompts: int | None, k: int | None) -> EvalPlan:
     n = min(n_prompts or len(indices), len(indices))
     if n_prompts and n_prompts > len(indices):
         notes.append(f"the baseline sampled {len(indices)} prompts; --prompts {n_prompts} is cut to those")
-    k = k or int(record["k"])
+    measured = recorded_decoding(record)
+    decoding = decoding or measured
+    k = completions_per_prompt(k, decoding, int(record["k"]))
     per_prompt = record.get("per_prompt")
     base = None
-    if isinstance(per_prompt, list) and len(per_prompt) == len(indices) and k == int(record["k"]):
+    if decoding is not None and decoding != measured:  # asked for a setting this record was not measured at
+        if not fell_back:
+            at = measured.label if measured is not None else "a temperature it does not record"
+            notes.append(f"{shown(path)} was measured at {at}: the base model is sampled again at "
+                         f"{decoding.label} on its prompts")
+    elif isinstance(per_prompt, list) and len(per_prompt) == len(indices) and k == int(record["k"]):
         base = [int(s) for s in per_prompt[:n]]
     else:
         notes.append("the base model is sampled again on the same prompts with the same settings ("
                      + ("the record holds no per-prompt successes" if not isinstance(per_prompt, list)
                         else f"--k {k} differs from the record's k {record['k']}") + ")")
+    greedy = bool(decoding is not None and decoding.greedy)
     settings = SamplingSettings(
         k=k,
-        temperature=float(recorded.get("temperature", now["temperature"])),
+        temperature=decoding.temperature if decoding is not None else now["temperature"],
+        greedy=greedy,
         max_completion_length=int(recorded.get("max_completion_length", now["max_completion_length"])),
         max_prompt_length=recorded.get("max_prompt_length", brief.section("grpo").get("max_prompt_length")),
         seed=int(recorded.get("seed", brief.section("grpo").get("seed", 0))),
-        top_p=float(recorded.get("top_p", now["top_p"])),
+        top_p=1.0 if greedy else float(recorded.get("top_p", now["top_p"])),
     )
     system_prompt = recorded["system_prompt"] if "system_prompt" in recorded else now["system_prompt"]
     found = recorded.get("chat_template")
     template: dict[str, Any] = found if isinstance(found, dict) else {}
     split = str(record["prompts"].get("split") or ("eval" if brief.section("data").get("eval") else "train"))
+    flag = "" if decoding is None or decoding.is_training(brief) else f" {decoding.flag}"
     return EvalPlan(brief, record, path, split, indices[:n], settings,
-                    system_prompt or "", template.get("sha256"), base, notes=notes)
+                    system_prompt or "", template.get("sha256"), base, notes=notes, baseline_flag=flag)
 
 
 def brief_with_model(brief: Any, folder: Path) -> Any:
@@ -162,13 +211,17 @@ def compare(plan: EvalPlan, base: list[int], trained: list[int]) -> dict[str, An
 
 def evaluate(run_dir: Path, which: str = "final", n_prompts: int | None = None, k: int | None = None,
              backend: str = "auto", endpoint: str | None = None,
-             endpoint_model: str | None = None) -> list[dict[str, Any]]:
+             endpoint_model: str | None = None, temperature: float | None = None,
+             greedy: bool = False) -> list[dict[str, Any]]:
     """Score the chosen checkpoints of `run_dir` against the baseline; write eval.json (and eval.jsonl for
-    several). Returns one result per checkpoint, oldest first, each a superset of the --json contract."""
+    several). Returns one result per checkpoint, oldest first, each a superset of the --json contract.
+    `temperature` / `greedy`: evaluate both sides at that setting instead of the baseline record's."""
+    from llm_finetuning.records.baseline import requested_decoding
+
     run_dir = Path(run_dir).resolve()
     brief = load_run_brief(run_dir)
     targets = select_targets(run_dir, which)
-    plan = plan_eval(brief, n_prompts, k)
+    plan = plan_eval(brief, n_prompts, k, requested_decoding(brief, temperature, greedy))
     if endpoint and len(targets) > 1:
         raise UnusableInput("--endpoint serves one model; --checkpoint all would score it as every checkpoint",
                             "serve one checkpoint and name it with --checkpoint STEP or final", "--endpoint")
@@ -178,8 +231,8 @@ def evaluate(run_dir: Path, which: str = "final", n_prompts: int | None = None, 
     if plan.base_successes is None:
         if endpoint:
             raise UnusableInput("the base model must be sampled again (see the note above), and --endpoint serves "
-                                "the trained model", "run `finetune baseline BRIEF` again (it records per-prompt "
-                                "successes), or drop --endpoint", "records.baseline")
+                                "the trained model", f"run `finetune baseline BRIEF{plan.baseline_flag}` (it records "
+                                "per-prompt successes at that setting), or drop --endpoint", "records.baseline")
         started = time.monotonic()
         plan.base_successes = sample_successes(brief, plan, "Held-out (base)", backend).successes
         plan.base_source = "sampled"
@@ -208,7 +261,9 @@ def _evaluate_target(run_dir: Path, brief: Any, plan: EvalPlan, target: Target, 
         "checkpoint_path": str(target.folder), "checkpoint_sha256": folder_sha256(target.folder),
         "baseline": {"path": str(plan.record_path), "digest": plan.record["digest"], "base_source": plan.base_source},
         "split": plan.split, "indices": plan.indices,
-        "settings": {"temperature": plan.settings.temperature, "top_p": plan.settings.top_p,
+        "temperature": plan.settings.temperature, "greedy": plan.settings.greedy,
+        "settings": {"temperature": plan.settings.temperature, "greedy": plan.settings.greedy,
+                     "top_p": plan.settings.top_p,
                      "max_completion_length": plan.settings.max_completion_length, "seed": plan.settings.seed,
                      "system_prompt": plan.system_prompt or None},
         "per_prompt": {"base": plan.base_successes, "trained": sampled.successes},
@@ -229,9 +284,10 @@ def _write_results(run_dir: Path, which: str, results: list[dict[str, Any]]) -> 
     atomic_write_json(run_dir / EVAL_JSON, last)
 
 
-CONTRACT_KEYS = ("checkpoint", "prompts", "k", "base", "trained", "delta_pass_at_1", "ci95", "beyond_noise")
+CONTRACT_KEYS = ("checkpoint", "prompts", "k", "base", "trained", "delta_pass_at_1", "ci95", "beyond_noise",
+                 "temperature", "greedy")  # DESIGN.md's keys, then the decoding both sides were measured at
 
 
 def contract(result: dict[str, Any]) -> dict[str, Any]:
-    """Exactly the keys DESIGN.md promises for `finetune eval --json`."""
+    """The keys DESIGN.md promises for `finetune eval --json`, and the decoding (temperature 0: greedy)."""
     return {key: result[key] for key in CONTRACT_KEYS}

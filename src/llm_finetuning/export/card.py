@@ -97,8 +97,11 @@ def _results_section(ev: Evidence) -> list[str]:
         return out + [ev.evaluation_note, ""]
     lo, hi = e["ci95"]
     k = e["k"]
+    s = e.get("settings") or {}
+    decoding = ("greedy decoding" if s.get("greedy") else f"temperature {s['temperature']:g}"
+                if isinstance(s.get("temperature"), (int, float)) else "the baseline's temperature")
     out += [f"`finetune eval` on {e['prompts']} {e.get('split', 'held-out')} prompts x {k} samples, with the baseline's "
-            "prompts and sampling settings:", "",
+            f"prompts and sampling settings at {decoding} (both sides):", "",
             "| | base | trained |", "| --- | --- | --- |",
             f"| pass@1 | {_pct(e['base']['pass_at_1'])} | {_pct(e['trained']['pass_at_1'])} |",
             f"| pass@{k} | {_pct(e['base']['pass_at_k'])} | {_pct(e['trained']['pass_at_k'])} |", "",

@@ -8,8 +8,12 @@ Format `llm-finetuning/baseline@1` (one JSON object):
   {reward name: mean}, `frac_groups_all_tie` (groups whose k rewards are all equal: no GRPO signal),
   `frac_truncated` (completions cut at max_completion_length);
 - `sampling` {temperature, max_completion_length, top_p, system_prompt, chat_template {applied, sha256},
-  seed, backend ...}: the settings the figures were measured under (records written before these were
-  bound lack some; the gate says which are unknown); `per_prompt`: successes of each sampled prompt, in
+  seed, backend, greedy, purpose}: the settings the figures were measured under (records written before
+  these were bound lack some; the gate says which are unknown). `purpose` is `training` (sampled at
+  `grpo.temperature`, what the gate's base-success check judges; the record at `records.baseline`) or
+  `evaluation` (`finetune baseline --temperature T` or `--greedy`: a second record beside it, named by
+  `evaluation_record_path`, that `finetune eval --temperature T` / `--greedy` compares with; greedy
+  records temperature 0); `per_prompt`: successes of each sampled prompt, in
   the order of `prompts.indices` (what `finetune eval` pairs the trained model's figures with);
 - `bindings` {model, rewards_spec_sha256, rewards, reward_code_sha256, data_source, data_sha256}:
   what the figures were measured against, verified by the gate like the inspection record's;
@@ -51,6 +55,89 @@ def brief_sampling_settings(brief: Any) -> dict[str, Any]:
         "system_prompt": data.get("system_prompt") or None,
         "k": int(grpo.get("num_generations", 8)),
     }
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """How completions are drawn: sampled at `temperature`, or greedy (`do_sample` off, temperature 0)."""
+
+    temperature: float
+    greedy: bool = False
+
+    @property
+    def label(self) -> str:
+        """`greedy` or `temperature 0.7`: how messages name it."""
+        return "greedy" if self.greedy else f"temperature {self.temperature:g}"
+
+    @property
+    def file_tag(self) -> str:
+        """`greedy` or `t0.7`: what an evaluation record's file name carries."""
+        return "greedy" if self.greedy else f"t{self.temperature:g}"
+
+    @property
+    def flag(self) -> str:
+        """`--greedy` or `--temperature 0.7`: the option of `finetune baseline` and `finetune eval` that asks for it."""
+        return "--greedy" if self.greedy else f"--temperature {self.temperature:g}"
+
+    def is_training(self, brief: Any) -> bool:
+        """The setting GRPO samples its groups at: `grpo.temperature`, not greedy."""
+        return not self.greedy and _same(self.temperature, brief_sampling_settings(brief)["temperature"])
+
+
+def requested_decoding(brief: Any, temperature: float | None, greedy: bool) -> Decoding | None:
+    """The decoding `--temperature T` / `--greedy` ask for (None: neither given); UnusableInput for both."""
+    if temperature is not None and greedy:
+        raise UnusableInput("--temperature and --greedy both given",
+                            "pass one of them: --greedy decodes greedily (temperature 0), --temperature T samples")
+    if greedy:
+        return Decoding(0.0, greedy=True)
+    return Decoding(float(temperature)) if temperature is not None else None
+
+
+def completions_per_prompt(k: int | None, decoding: Decoding | None, default: int) -> int:
+    """`--k`, or `default`; greedy gives one (every further completion would be the same)."""
+    if decoding is not None and decoding.greedy:
+        if k not in (None, 1):
+            raise UnusableInput(f"--greedy with --k {k}: greedy decoding gives the same completion every time",
+                                "drop --k (greedy takes one completion per prompt), or sample with --temperature T",
+                                "--k")
+        return 1
+    return k or default
+
+
+def recorded_decoding(record: dict[str, Any]) -> Decoding | None:
+    """The decoding a baseline record was measured with (None: the record does not say)."""
+    sampling = record.get("sampling")
+    if not isinstance(sampling, dict):
+        return None
+    if sampling.get("greedy") is True:
+        return Decoding(0.0, greedy=True)
+    t = sampling.get("temperature")
+    return Decoding(float(t)) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+
+
+def training_record_path(brief: Any) -> Path:
+    """Where the training-temperature baseline lives: `records.baseline`."""
+    return Path(brief.resolve(str(brief.section("records").get("baseline") or "records/baseline.json")))
+
+
+def evaluation_record_path(training_path: Path, decoding: Decoding) -> Path:
+    """The record of an evaluation setting, beside the training one: `baseline.json` -> `baseline.t0.7.json`."""
+    training_path = Path(training_path)
+    return training_path.with_name(f"{training_path.stem}.{decoding.file_tag}{training_path.suffix}")
+
+
+def record_path_for(brief: Any, decoding: Decoding) -> Path:
+    """The record a measurement at `decoding` belongs in: `records.baseline` at the training temperature,
+    else the evaluation record beside it."""
+    path = training_record_path(brief)
+    return path if decoding.is_training(brief) else evaluation_record_path(path, decoding)
+
+
+def measured_for_evaluation(record: dict[str, Any]) -> bool:
+    """The record holds an evaluation setting's figures (`--temperature`/`--greedy`), not the training one."""
+    sampling = record.get("sampling")
+    return isinstance(sampling, dict) and (sampling.get("purpose") == "evaluation" or sampling.get("greedy") is True)
 
 
 @dataclass(frozen=True)
@@ -158,7 +245,10 @@ def verify_baseline(brief: Any, path: Path, model_identity: str | None = None) -
     path = Path(path)
     redo = f"run `finetune baseline {shown(brief.path)}`"
     if not path.exists():
-        return [Problem("missing", "record", f"no baseline record at {shown(path)}", redo)]
+        beside = sorted(shown(p) for p in path.parent.glob(f"{path.stem}.*{path.suffix}")) if path.parent.is_dir() else []
+        also = (f" ({', '.join(beside)} beside it measure evaluation settings, not the training temperature "
+                "the gate judges)") if beside else ""
+        return [Problem("missing", "record", f"no baseline record at {shown(path)}{also}", redo)]
     try:
         rec = load_baseline(path)
     except UnusableInput as exc:

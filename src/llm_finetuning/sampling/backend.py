@@ -22,7 +22,11 @@ Message = dict[str, str]
 
 @dataclass(frozen=True)
 class SamplingSettings:
-    """Generation settings, mirroring what GRPO training uses (top_p 1, no top-k)."""
+    """Generation settings, mirroring what GRPO training uses (top_p 1, no top-k).
+
+    `greedy` decodes without sampling (transformers `do_sample=False`, temperature 0 for vLLM and an
+    endpoint), one completion per prompt: `temperature` is then 0 and `top_p` is not used.
+    """
 
     k: int
     temperature: float
@@ -31,6 +35,7 @@ class SamplingSettings:
     seed: int = 0
     top_p: float = 1.0
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # data.chat_template_kwargs
+    greedy: bool = False
 
 
 @dataclass

@@ -79,7 +79,9 @@ class EndpointBackend:
         while len(group) < settings.k:
             payload = {
                 "model": self.model, "messages": messages, "n": settings.k - len(group),
-                "temperature": settings.temperature, "top_p": settings.top_p,
+                # temperature 0 is greedy decoding on OpenAI-compatible servers (vLLM, SGLang, OpenAI)
+                "temperature": 0.0 if settings.greedy else settings.temperature,
+                "top_p": 1.0 if settings.greedy else settings.top_p,
                 "max_tokens": settings.max_completion_length, "seed": settings.seed + index + attempt * 1_000_003,
             }
             if settings.chat_template_kwargs:  # vLLM's and SGLang's servers pass these to the chat template

@@ -2,7 +2,8 @@
 
 The one path shared by `finetune baseline` and `finetune inspect`: resolve the model (dequantising a
 GGUF once), build the chat messages with `data.system_prompt`, generate k completions per prompt at
-`grpo.temperature` and `grpo.max_completion_length` on the chosen backend with a progress bar on
+`grpo.temperature` (or an evaluation setting: another temperature, or greedy) and
+`grpo.max_completion_length` on the chosen backend with a progress bar on
 stderr, then score each completion with `llm_finetuning.rewards.score_rows`.
 """
 
@@ -51,14 +52,18 @@ class SamplingRun:
 
 
 def settings_from_brief(brief: Any, k: int, seed_offset: int = 0,
-                        max_completion_length: int | None = None) -> SamplingSettings:
-    """The brief's sampling settings (`records.baseline.brief_sampling_settings`) for k samples a prompt."""
+                        max_completion_length: int | None = None, decoding: Any = None) -> SamplingSettings:
+    """The brief's sampling settings (`records.baseline.brief_sampling_settings`) for k samples a prompt.
+
+    `decoding` (a `records.baseline.Decoding`) replaces `grpo.temperature` with an evaluation setting.
+    """
     from llm_finetuning.records.baseline import brief_sampling_settings
 
     now = brief_sampling_settings(brief)
     return SamplingSettings(
         k=k,
-        temperature=now["temperature"],
+        temperature=decoding.temperature if decoding is not None else now["temperature"],
+        greedy=bool(decoding is not None and decoding.greedy),
         max_completion_length=int(max_completion_length or now["max_completion_length"]),
         max_prompt_length=brief.section("grpo").get("max_prompt_length"),
         seed=int(brief.section("grpo").get("seed", 0)) + seed_offset,
@@ -76,7 +81,7 @@ def recorded_settings(run: SamplingRun, system_prompt: str | None) -> dict[str, 
     else:  # an endpoint applies the served model's own template, which this side cannot see
         template = {"applied": "by the endpoint", "sha256": None}
     s = run.settings
-    return {"temperature": s.temperature, "max_completion_length": s.max_completion_length, "top_p": s.top_p,
+    return {"temperature": s.temperature, "greedy": s.greedy, "max_completion_length": s.max_completion_length, "top_p": s.top_p,
             "max_prompt_length": s.max_prompt_length, "system_prompt": system_prompt or None,
             "chat_template": template, "seed": s.seed, "seconds": round(run.seconds, 1), **run.backend}
 

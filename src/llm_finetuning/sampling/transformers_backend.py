@@ -22,6 +22,17 @@ CPU_BATCH_SEQUENCES = 32
 GPU_BATCH_SEQUENCES = 256
 
 
+def decoding_kwargs(settings: SamplingSettings) -> dict[str, Any]:
+    """`generate`'s decoding arguments: sampling as GRPO samples (top-k off), or greedy.
+
+    Greedy unsets every sampling knob, so a model's own generation_config (temperature 0.7, top_k 50 ...)
+    neither applies nor draws "flags not valid" warnings (top_k 0 would).
+    """
+    if settings.greedy:
+        return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    return {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p, "top_k": 0}
+
+
 class TransformersBackend:
     name = "transformers"
 
@@ -82,7 +93,7 @@ class TransformersBackend:
             torch.manual_seed(settings.seed + start)
             with torch.no_grad():
                 out = self.model.generate(
-                    **enc, do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=0,
+                    **enc, **decoding_kwargs(settings),
                     max_new_tokens=settings.max_completion_length, num_return_sequences=settings.k,
                     eos_token_id=self.eos_ids or None, pad_token_id=pad_id,
                 )

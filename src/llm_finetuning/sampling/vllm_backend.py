@@ -22,12 +22,12 @@ GPU_MEMORY_UTILIZATION = 0.85
 def sampling_params_kwargs(settings: SamplingSettings, prompt_index: int) -> dict[str, Any]:
     """The `vllm.SamplingParams` arguments for one prompt (pure, so it is tested without vLLM).
 
-    top_k is left at vLLM's default (disabled), as in GRPO training.
+    top_k is left at vLLM's default (disabled), as in GRPO training; greedy is vLLM's temperature 0.
     """
     return {
         "n": settings.k,
-        "temperature": settings.temperature,
-        "top_p": settings.top_p,
+        "temperature": 0.0 if settings.greedy else settings.temperature,
+        "top_p": 1.0 if settings.greedy else settings.top_p,
         "max_tokens": settings.max_completion_length,
         "seed": settings.seed + prompt_index,
     }

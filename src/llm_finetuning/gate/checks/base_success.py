@@ -4,6 +4,8 @@ GRPO learns from differences within a group; a model that never succeeds gives e
 reward and no gradient. Warns when almost every group ties or most completions are cut off, and when
 the record was measured under sampling settings other than the brief's (each difference named) or does
 not say which settings it was measured under: its figures may then not describe this brief's run.
+Fails a record measured at an evaluation setting (`finetune baseline --temperature T` or `--greedy`):
+the learning signal is judged at the training temperature, where GRPO samples its groups.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 from llm_finetuning.fileio import shown
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
-from llm_finetuning.records.baseline import settings_drift
+from llm_finetuning.records.baseline import measured_for_evaluation, recorded_decoding, settings_drift
 
 ID = "base_success_nonzero"
 PATH = "records.baseline"
@@ -24,6 +26,8 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
     if ctx.baseline_problems:
         return [CheckResult(ID, FAIL, PATH, f"{p.kind}: {p.message}", p.fix) for p in ctx.baseline_problems]
     b = ctx.baseline
+    if measured_for_evaluation(b):
+        return [evaluation_setting_failure(brief, b)]
     n = b.get("prompts", {}).get("count", "?")
     figures = f"pass@1 {b['pass_at_1']:.2f}, pass@{b['k']} {b['pass_at_k']:.2f} over {n} prompts"
     if b["pass_at_k"] <= 0:
@@ -46,6 +50,19 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
             "raise grpo.max_completion_length or ask for a shorter answer in the prompt, then run "
             f"`finetune baseline {shown(brief.path)}` again"))
     return results + settings_warnings(brief, b)
+
+
+def evaluation_setting_failure(brief: Any, record: dict[str, Any]) -> CheckResult:
+    """The record at records.baseline measures an evaluation setting, not the training temperature."""
+    decoding = recorded_decoding(record)
+    setting = decoding.label if decoding is not None else "an evaluation setting"
+    temperature = float(brief.section("grpo").get("temperature", 1.0))
+    return CheckResult(
+        ID, FAIL, PATH, f"the baseline record was measured at {setting} (`finetune baseline --temperature/--greedy`), "
+        f"an evaluation setting: the learning signal is judged at the training temperature (grpo.temperature "
+        f"{temperature:g})",
+        f"run `finetune baseline {shown(brief.path)}` without --temperature or --greedy: it measures at "
+        "grpo.temperature into records.baseline")
 
 
 def _shown_value(value: Any) -> str:
