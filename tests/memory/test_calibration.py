@@ -44,7 +44,8 @@ def test_generation_phase_is_within_ten_percent(row) -> None:  # type: ignore[no
 
 def test_the_fp32_trap_is_predicted_and_bf16_fixes_it() -> None:
     """TRL 1.16 loads a model path in float32: 7B full fine-tuning OOMs on a 141 GB card, bf16 fits."""
-    fp32 = [r for r in ROWS if r.point["dtype"] == "float32" and "7B" in r.point["model"]]
+    fp32 = [r for r in ROWS if r.point["dtype"] == "float32" and "7B" in r.point["model"]
+            and r.point["adapter"] == "full"]
     bf16 = [r for r in ROWS if r.point["dtype"] == "bfloat16" and "7B" in r.point["model"]
             and r.point["adapter"] == "full" and r.point["gc"]]
     assert fp32 and bf16

@@ -93,7 +93,8 @@ def table(rows: list[Comparison]) -> str:
     return "\n".join(lines)
 
 
-DEFAULT_FILES = ("bench/results/memory-h200.jsonl", "bench/results/memory-h200-validation.jsonl")
+DEFAULT_FILES = ("bench/results/memory-h200.jsonl", "bench/results/memory-h200-validation.jsonl",
+                 "bench/results/memory-h200-lora-float32.jsonl")
 
 if __name__ == "__main__":
     rows = load(*(sys.argv[1:] or DEFAULT_FILES))
