@@ -20,22 +20,13 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from _machine import cpu_model  # noqa: E402  (bench/ is the script folder, so on sys.path)
-
-
-def finetune(*args: str, expect: tuple[int, ...] = (0,)) -> tuple[int, str, float]:
-    started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", *args], stdout=subprocess.PIPE, text=True,
-                          check=False)
-    if proc.returncode not in expect:
-        raise SystemExit(f"finetune {' '.join(args)} exited {proc.returncode}")
-    return proc.returncode, proc.stdout, time.monotonic() - started
+from _cli import finetune  # noqa: E402  (bench/ is the script folder, so on sys.path)
+from _machine import cpu_model  # noqa: E402
 
 
 def gpu_name() -> str | None:
@@ -54,13 +45,15 @@ def main() -> None:
     parser.add_argument("--label", default="cpu", help="names the result file (eval-LABEL.json) and the machine")
     args = parser.parse_args()
 
-    _, out, demo_s = finetune("demo", "--out", str(args.work), "--steps", str(args.steps), "--eval-prompts",
-                              str(args.prompts), "--k", "4", "--json")
+    demo_run = finetune("demo", "--out", str(args.work), "--steps", str(args.steps), "--eval-prompts",
+                        str(args.prompts), "--k", "4", "--json", capture=True)
+    out, demo_s = demo_run.stdout, demo_run.seconds
     demo = json.loads(out.strip().splitlines()[-1])
     run = Path(demo["run_dir"])
     stage = next(s for s in demo["stages"] if "finetune eval" in s["name"])
     both = json.loads((run / "eval.json").read_text(encoding="utf-8"))
-    code, _, record_s = finetune("eval", str(run), "--prompts", str(args.prompts), "--k", "8", expect=(0, 1))
+    again = finetune("eval", str(run), "--prompts", str(args.prompts), "--k", "8", expect=(0, 1), capture=True)
+    code, record_s = again.code, again.seconds
     from_record = json.loads((run / "eval.json").read_text(encoding="utf-8"))
 
     def figures(result: dict[str, object], seconds: float, sides: int) -> dict[str, object]:

@@ -17,35 +17,27 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from _machine import cpu_model  # noqa: E402  (bench/ is the script folder, so on sys.path)
+from _cli import finetune  # noqa: E402  (bench/ is the script folder, so on sys.path)
+from _machine import cpu_model  # noqa: E402
 
 # (name, options of `finetune baseline` and `finetune eval`); the first is the named baseline.
 SETTINGS = [("training temperature (grpo.temperature 0.7)", []), ("temperature 1.0", ["--temperature", "1.0"]),
             ("greedy", ["--greedy"])]
 
 
-def finetune(*args: str, expect: tuple[int, ...] = (0,)) -> tuple[int, str, float]:
-    started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", *args], stdout=subprocess.PIPE, text=True,
-                          check=False)
-    if proc.returncode not in expect:
-        raise SystemExit(f"finetune {' '.join(args)} exited {proc.returncode}")
-    return proc.returncode, proc.stdout, time.monotonic() - started
-
-
 def measure(brief: Path, run: Path, prompts: int, options: list[str]) -> dict[str, object]:
     """The base model's record at this setting, then the trained model against it."""
-    _, out, base_s = finetune("baseline", str(brief), "--prompts", str(prompts), *options, "--json")
+    base = finetune("baseline", str(brief), "--prompts", str(prompts), *options, "--json", capture=True)
+    out, base_s = base.stdout, base.seconds
     record = json.loads(out)
-    code, out, eval_s = finetune("eval", str(run), "--prompts", str(prompts), *options, "--json", expect=(0, 1))
+    evaluated = finetune("eval", str(run), "--prompts", str(prompts), *options, "--json", expect=(0, 1), capture=True)
+    code, out, eval_s = evaluated.code, evaluated.stdout, evaluated.seconds
     result = json.loads(out)
     written = json.loads((run / "eval.json").read_text(encoding="utf-8"))
     return {"record": Path(record["path"]).name, "k": result["k"], "temperature": result["temperature"],
@@ -67,8 +59,8 @@ def main() -> None:
     run = args.work / "runs" / "demo"
     demo_s = 0.0
     if not (run / "model").is_dir():
-        _, _, demo_s = finetune("demo", "--out", str(args.work), "--steps", str(args.steps), "--eval-prompts",
-                                str(args.prompts), "--k", "4", "--json")
+        demo_s = finetune("demo", "--out", str(args.work), "--steps", str(args.steps), "--eval-prompts",
+                          str(args.prompts), "--k", "4", "--json", capture=True).seconds
     brief = args.work / "brief.yaml"
     rows = {name: measure(brief, run, args.prompts, options) for name, options in SETTINGS}
     named = SETTINGS[0][0]

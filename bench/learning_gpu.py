@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,16 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
+from _cli import finetune  # noqa: E402
 from launch_gpu import GpuMemoryPoller  # noqa: E402  (nvidia-smi peak per GPU, shared with that bench)
-
-
-def finetune(*args: str, expect: tuple[int, ...] = (0,)) -> int:
-    cmd = [sys.executable, "-m", "llm_finetuning.cli", *args]
-    print("$ finetune", " ".join(args), flush=True)
-    code = subprocess.run(cmd, check=False).returncode
-    if code not in expect:
-        raise SystemExit(f"finetune {' '.join(args)} exited {code}")
-    return code
 
 
 def write_brief(src: Path, dst: Path, steps: int, learning_rate: float, deviation: str | None,
@@ -83,9 +74,9 @@ def train_and_measure(name: str, brief: Path, run_dir: Path, out: Path | None = 
         t0 = time.monotonic()
         finetune("launch", str(run_dir))
         train_s = time.monotonic() - t0
-    diag_code = finetune("diagnose", str(run_dir), "--json", expect=(0, 1))
+    diag_code = finetune("diagnose", str(run_dir), "--json", expect=(0, 1)).code
     t0 = time.monotonic()
-    eval_code = finetune("eval", str(run_dir), expect=(0, 1))  # the baseline record's prompts and settings
+    eval_code = finetune("eval", str(run_dir), expect=(0, 1)).code  # the baseline record's prompts and settings
     eval_s = time.monotonic() - t0
     evaluation = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
     metrics = read_metrics(run_dir)

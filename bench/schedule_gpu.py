@@ -50,8 +50,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
+from _cli import finetune  # noqa: E402
 from launch_gpu import GpuMemoryPoller  # noqa: E402
-from learning_gpu import finetune, read_metrics  # noqa: E402
+from learning_gpu import read_metrics  # noqa: E402
 
 TASKS = {"json": "examples/smollm2-json", "arith": "examples/math-exact"}
 SCHEDULES = {"linear": ("linear", 0.0), "constant": ("constant", 0.0), "cosine-warmup": ("cosine", 0.1)}
@@ -117,12 +118,12 @@ def train(task: str, work: Path, name: str, lr: float, schedule: str, deviation:
           out: Path) -> dict[str, Any]:
     brief = write_brief(task, work, name, steps, lr, schedule, deviation)
     run_dir = work / task / "runs" / name
-    gate = finetune("gate", str(brief), expect=(0, 1))
+    gate = finetune("gate", str(brief), expect=(0, 1)).code
     if gate != 0:
         return {"task": task, "name": name, "gate": "rejected"}
     finetune("render", str(brief), "-o", str(run_dir))
     t0 = time.monotonic()
-    code = finetune("launch", str(run_dir), expect=(0, 1, 2))
+    code = finetune("launch", str(run_dir), expect=(0, 1, 2)).code
     train_s = time.monotonic() - t0
     diag = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", "diagnose", str(run_dir), "--json"],
                           capture_output=True, text=True, check=False)
