@@ -18,6 +18,7 @@ from typing import Any
 
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.brief.tracking import tracking_entries
+from llm_finetuning.brief.variants import VARIANT_SETTINGS
 from llm_finetuning.errors import BriefError
 from llm_finetuning.rewards.registry import reward_names, reward_occurrences
 
@@ -29,40 +30,6 @@ VLLM_SERVER_GPU_MEMORY_UTILIZATION = 0.9
 MAIN_PROCESS_PORT = 29500
 LOCAL_DATA_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 EMBEDDED_PREFIX = "embedded:"
-
-# One entry per GRPO variant: (key, value, why). Applied after the brief's own values.
-VARIANT_SETTINGS: dict[str, list[tuple[str, Any, str]]] = {
-    "grpo": [
-        ("loss_type", "grpo", "the recipe's loss (TRL 1.16 defaults to dapo)"),
-        ("scale_rewards", "group", "advantages scaled by the group's standard deviation"),
-        ("importance_sampling_level", "token", "per-token ratios"),
-        ("mask_truncated_completions", False, "truncated completions still count"),
-    ],
-    "dapo": [
-        ("loss_type", "dapo", "DAPO: token-level loss normalised over the accumulated batch"),
-        ("epsilon_high", 0.28, "DAPO clip-higher against entropy collapse"),
-        ("mask_truncated_completions", True, "DAPO: truncated completions leave the loss"),
-        ("beta", 0.0, "DAPO drops the KL term"),
-        ("scale_rewards", "group", "advantages scaled by the group's standard deviation"),
-        ("importance_sampling_level", "token", "per-token ratios"),
-    ],
-    "dr_grpo": [
-        ("loss_type", "dr_grpo", "Dr. GRPO: constant normaliser, no length bias"),
-        ("scale_rewards", "none", "Dr. GRPO: no std scaling (removes the difficulty bias)"),
-        ("importance_sampling_level", "token", "per-token ratios"),
-        ("mask_truncated_completions", False, "truncated completions still count"),
-    ],
-    "gspo": [
-        ("importance_sampling_level", "sequence", "GSPO: one importance ratio per sequence"),
-        ("loss_type", "grpo", "TRL's paper index: GSPO with the grpo loss"),
-        ("beta", 0.0, "GSPO (paper v2) trains without the KL term"),
-        ("epsilon", 3e-4, "GSPO paper v2, section 5.1"),
-        ("epsilon_high", 4e-4, "GSPO paper v2, section 5.1"),
-        ("scale_rewards", "group", "advantages scaled by the group's standard deviation"),
-        ("mask_truncated_completions", False, "truncated completions still count"),
-    ],
-}
-
 
 class RenderError(Exception):
     """The brief cannot be rendered into a run TRL accepts; carries every BriefError found."""
