@@ -37,8 +37,6 @@ LAYERS: dict[str, set[str]] = {
     "demo": set(),  # drives the real CLI in subprocesses: it imports no stage
     "gate": {
         "brief", "records", "memory", "rewards.registry",
-        "rewards.judge_calibration",  # reading the judge calibration record (a record the judge reward owns)
-        "diagnose.report",  # verify_diagnosis: a grpo.deviation must point to a run diagnosed healthy
         "models",  # model_identity: the records must name the brief's model and revision
     },
     "render": {
@@ -110,9 +108,19 @@ HEAVY = {"torch", "transformers", "trl", "vllm", "peft", "accelerate", "datasets
 # The bottom of the stack: these import no other module of the package (FOUNDATION's `fileio` and `errors` aside).
 BOTTOM = ("rewards.registry", "errors")
 
-# Imports that run against LAYERS and cannot be removed now, as (importing module, imported module), with the
-# reason and what would remove them. Keep this empty where possible; a test fails when an entry is stale.
-EXCEPTIONS: dict[tuple[str, str], str] = {}
+# Imports that run against LAYERS and are not removed yet, as (importing module, imported module): the reason
+# and what would remove them. A test fails when an entry is no longer taken.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("gate.context", "diagnose.report"): (
+        "verify_diagnosis: a grpo.deviation must name a run diagnosed healthy. The diagnosis.json format "
+        "(DIAGNOSIS_FILE, write_diagnosis, verify_diagnosis; pure, file helpers only) belongs in records/ beside "
+        "the baseline and inspection records; move it when the records' problems share one Problem shape "
+        "(issue 17, item 3), which rewrites these verifiers anyway."),
+    ("gate.context", "rewards.judge_calibration"): (
+        "verify_judge_calibration: the judge calibration record is written and verified by the judge reward's "
+        "module. Its load/verify half belongs in records/ (it imports only the registry and the file helpers); "
+        "move it with the same Problem change."),
+}
 
 
 @dataclass(frozen=True)
