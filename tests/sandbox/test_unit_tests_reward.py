@@ -126,7 +126,7 @@ def test_example_brief_tests_are_all_judged_by_the_parent() -> None:
     import json
     from pathlib import Path
 
-    from llm_finetuning.sandbox.judge import prepare_test
+    from llm_finetuning.sandbox.verdicts import prepare_test
 
     data = Path(__file__).resolve().parents[2] / "examples" / "code-tests" / "data"
     rows = [json.loads(line) for f in ("train.jsonl", "eval.jsonl") for line in (data / f).read_text().splitlines()]

@@ -14,11 +14,11 @@ import pytest
 from skill_bundle import REPO
 
 from llm_finetuning.brief import recipe_defaults
+from llm_finetuning.brief.variants import VARIANT_SETTINGS
 from llm_finetuning.gate.checks.overrides import VARIANT_DECIDES
 from llm_finetuning.gate.checks.recipe_values import KL_FREE_VARIANTS
 from llm_finetuning.memory.docgen import BASE, state_bytes_total
 from llm_finetuning.memory.estimator import NF4_BYTES, ZERO_OPTIMIZER_BYTES, state_bytes_per_parameter
-from llm_finetuning.render.plan import VARIANT_SETTINGS
 
 # Prose pages: every skill and reference written by hand (brief-fields.md and reward-functions.md are
 # generated from the schema and the source).

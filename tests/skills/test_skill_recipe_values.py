@@ -99,7 +99,7 @@ def test_variant_table_equals_what_the_renderer_sets() -> None:
     """references/variants.md shows, per variant, exactly the GRPOConfig values render applies."""
     import ast
 
-    from llm_finetuning.render.plan import VARIANT_SETTINGS
+    from llm_finetuning.brief.variants import VARIANT_SETTINGS
 
     text = (REPO / "references/variants.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\|[^|\n]*\|[^|\n]*\| `([a-z_]+)`[^|\n]*\| ([^\n]+) \|$", text, re.M)

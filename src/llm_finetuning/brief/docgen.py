@@ -16,6 +16,7 @@ PAGE = Path("references/brief-fields.md")
 
 
 def _type(node: dict[str, Any]) -> str:
+    """A schema node's type as a table cell: its enum, const, alternatives or JSON type."""
     if "enum" in node:
         return " \\| ".join("null" if e is None else f"`{e}`" for e in node["enum"])
     if "const" in node:
@@ -27,22 +28,29 @@ def _type(node: dict[str, Any]) -> str:
 
 
 def _bounds(node: dict[str, Any]) -> str:
+    """A schema node's limits (minimum, maximum, pattern) in words, Markdown-escaped for a table cell."""
     parts = []
     for key, word in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("pattern", "matches")):
         if key in node:
             parts.append(f"{word} `{node[key]}`")
-    return ", ".join(parts)
+    return ", ".join(parts).replace("|", "\\|")
+
+
+def field_row(name: str, node: dict[str, Any], required: bool) -> str:
+    """One Markdown table row (name, type, default, meaning and limits) for a property of a JSON Schema.
+
+    Shared by the brief's field page and the reward page's argument tables (`rewards.docgen`)."""
+    default = "required" if required else (f"`{json.dumps(node['default'])}`" if "default" in node else "optional")
+    desc = node.get("description", "").replace("|", "\\|")
+    bounds = _bounds(node)
+    return f"| `{name}` | {_type(node)} | {default} | {desc}{' (' + bounds + ')' if bounds else ''} |"
 
 
 def _rows(node: dict[str, Any], prefix: str, required: set[str]) -> list[str]:
     rows = []
     for key, sub in node.get("properties", {}).items():
         path = f"{prefix}{key}"
-        default = "required" if key in required else (
-            f"`{json.dumps(sub['default'])}`" if "default" in sub else "optional")
-        desc = sub.get("description", "").replace("|", "\\|")
-        bounds = _bounds(sub)
-        rows.append(f"| `{path}` | {_type(sub)} | {default} | {desc}{' (' + bounds + ')' if bounds else ''} |")
+        rows.append(field_row(path, sub, key in required))
         if sub.get("type") == "object" and "properties" in sub:
             rows += _rows(sub, f"{path}.", set(sub.get("required", [])))
         items = sub.get("items", {})

@@ -99,7 +99,7 @@ def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
     schedule = Schedule.of(grpo)
     ctx.lr_scheduler, ctx.warmup_steps = schedule.trl_type, schedule.warmup_steps
     ctx.beta = grpo.get("beta")
-    from llm_finetuning.rewards import reward_names
+    from llm_finetuning.rewards.registry import reward_names
 
     rewards = data.get("rewards", [])
     names = reward_names(rewards)  # the names TRL logs them under (`rewards/<name>/mean`)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_finetuning.brief.variants import VARIANT_SETTINGS
 from llm_finetuning.diagnose.context import CORRECTNESS_NAME, SHAPING_NAME, RunContext
 from llm_finetuning.diagnose.stats import (
     fitted_change,
@@ -107,9 +108,7 @@ class Finding:
 
 
 def variant_settings(variant: str) -> dict[str, Any]:
-    """The GRPOConfig values `finetune render` writes for a variant (one source of truth: render.plan)."""
-    from llm_finetuning.render.plan import VARIANT_SETTINGS
-
+    """The GRPOConfig values `finetune render` writes for a variant (one source of truth: brief.variants)."""
     return {key: value for key, value, _ in VARIANT_SETTINGS.get(variant, [])}
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.brief.tracking import tracking_entries
+from llm_finetuning.brief.variants import VARIANT_SETTINGS
 from llm_finetuning.errors import BriefError
 from llm_finetuning.rewards.registry import reward_names, reward_occurrences
 
@@ -29,39 +30,6 @@ VLLM_SERVER_GPU_MEMORY_UTILIZATION = 0.9
 MAIN_PROCESS_PORT = 29500
 LOCAL_DATA_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 EMBEDDED_PREFIX = "embedded:"
-
-# One entry per GRPO variant: (key, value, why). Applied after the brief's own values.
-VARIANT_SETTINGS: dict[str, list[tuple[str, Any, str]]] = {
-    "grpo": [
-        ("loss_type", "grpo", "the recipe's loss (TRL 1.16 defaults to dapo)"),
-        ("scale_rewards", "group", "advantages scaled by the group's standard deviation"),
-        ("importance_sampling_level", "token", "per-token ratios"),
-        ("mask_truncated_completions", False, "truncated completions still count"),
-    ],
-    "dapo": [
-        ("loss_type", "dapo", "DAPO: token-level loss normalised over the accumulated batch"),
-        ("epsilon_high", 0.28, "DAPO clip-higher against entropy collapse"),
-        ("mask_truncated_completions", True, "DAPO: truncated completions leave the loss"),
-        ("beta", 0.0, "DAPO drops the KL term"),
-        ("scale_rewards", "group", "advantages scaled by the group's standard deviation"),
-        ("importance_sampling_level", "token", "per-token ratios"),
-    ],
-    "dr_grpo": [
-        ("loss_type", "dr_grpo", "Dr. GRPO: constant normaliser, no length bias"),
-        ("scale_rewards", "none", "Dr. GRPO: no std scaling (removes the difficulty bias)"),
-        ("importance_sampling_level", "token", "per-token ratios"),
-        ("mask_truncated_completions", False, "truncated completions still count"),
-    ],
-    "gspo": [
-        ("importance_sampling_level", "sequence", "GSPO: one importance ratio per sequence"),
-        ("loss_type", "grpo", "TRL's paper index: GSPO with the grpo loss"),
-        ("beta", 0.0, "GSPO (paper v2) trains without the KL term"),
-        ("epsilon", 3e-4, "GSPO paper v2, section 5.1"),
-        ("epsilon_high", 4e-4, "GSPO paper v2, section 5.1"),
-        ("scale_rewards", "group", "advantages scaled by the group's standard deviation"),
-        ("mask_truncated_completions", False, "truncated completions still count"),
-    ],
-}
 
 
 class RenderError(Exception):
@@ -256,57 +224,92 @@ def reward_attr(index: int, fn: str) -> str:
 
 
 def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = None) -> RunPlan:
-    """The run directory's contents for `brief` (a loaded, valid Brief), or RenderError."""
+    """The run directory's contents for `brief` (a loaded, valid Brief), or RenderError.
+
+    `recommend` is the memory estimate's advice (vLLM memory share, sleep mode, distribution)."""
     data = brief.data
-    folder: Path = brief.folder
+    grpo, model = data["grpo"], data["model"]
     recommend = dict(recommend or {})
     topo = topology(data, recommend)
-    g, hw, model, dsec = data["grpo"], data["hardware"], data["model"], data["data"]
-    errors: list[BriefError] = []
-    overrides = dict(g.get("overrides") or {})
-    errors += _check_overrides(overrides)
-    variant = g["variant"]
-
-    steps_per_generation = g["gradient_accumulation_steps"]
-    if variant == "gspo":
-        # GSPO's sequence ratio only matters off-policy: 4 optimizer steps per generation (paper v2, 5.1).
-        steps_per_generation = 4 * g["gradient_accumulation_steps"]
-    if "steps_per_generation" in overrides:
-        steps_per_generation = int(overrides["steps_per_generation"])
+    overrides = dict(grpo.get("overrides") or {})
+    errors = _check_overrides(overrides)
+    steps_per_generation = _steps_per_generation(grpo, overrides)
     if "generation_batch_size" not in overrides:
         errors += _check_batch(data, topo, steps_per_generation)
     if errors:
         raise RenderError(errors)
 
-    # Model (TRL ModelConfig): read by `trl grpo`; `finetune launch` reads the same fields.
-    mid = str(model["id"])
-    if mid.startswith(EMBEDDED_PREFIX):
-        model_ref = mid
-    elif _is_local_model(mid, folder):
-        model_ref = relative_to_run(brief.resolve(mid), run_dir)
-    else:
-        model_ref = mid
-    trl_cli_notes: list[str] = []
-    if mid.startswith(EMBEDDED_PREFIX) or model.get("gguf_file"):
-        trl_cli_notes.append(
+    model_ref = _model_ref(brief, run_dir)
+    reward_specs = [dict(r) for r in data["rewards"]]
+    reward_attrs = [reward_attr(i, str(r["fn"])) for i, r in enumerate(reward_specs)]
+    max_model_length = int(grpo["max_prompt_length"]) + int(grpo["max_completion_length"])
+    sections: list[tuple[str, list[Entry]]] = [
+        ("Model (TRL ModelConfig)", _model_entries(model, model_ref)),
+        ("Data and rewards (TRL GRPOScriptArguments, DatasetMixtureConfig)",
+         _data_and_reward_entries(brief, run_dir, reward_attrs)),
+        ("Training (TRL GRPOConfig)", _training_entries(data, topo, steps_per_generation)),
+        (_variant_title(grpo), _variant_entries(grpo["variant"])),
+        (f"Generation: {topo.generation}", _generation_entries(topo, data["hardware"], recommend, max_model_length)),
+    ]
+    if overrides:
+        sections.append(("grpo.overrides (merged last)", _override_entries(overrides)))
+    return RunPlan(
+        name=brief.name, brief_sha256=brief.sha256, brief_rel=relative_to_run(brief.path, run_dir),
+        brief_folder_rel=relative_to_run(brief.folder, run_dir), model_ref=model_ref,
+        model_revision=model.get("revision"), dtype=model["dtype"], topology=topo,
+        sections=_merge_sections(sections), reward_attrs=reward_attrs, reward_specs=reward_specs,
+        reward_names=reward_names(reward_specs), reward_occurrences=reward_occurrences(reward_specs),
+        max_completion_length=int(grpo["max_completion_length"]), vllm_max_model_length=max_model_length,
+        trl_cli_notes=_trl_cli_notes(data), notes=_install_notes(topo.generation),
+    )
+
+
+def _steps_per_generation(grpo: dict[str, Any], overrides: dict[str, Any]) -> int:
+    """Optimizer steps per generation batch: one accumulation cycle, four for GSPO, or the override."""
+    if "steps_per_generation" in overrides:
+        return int(overrides["steps_per_generation"])
+    if grpo["variant"] == "gspo":
+        # GSPO's sequence ratio only matters off-policy: 4 optimizer steps per generation (paper v2, 5.1).
+        return 4 * grpo["gradient_accumulation_steps"]
+    return grpo["gradient_accumulation_steps"]
+
+
+def _model_ref(brief: Any, run_dir: Path) -> str:
+    """model.id as the run directory names it: an embedded model or hub id as is, a local folder relative."""
+    model_id = str(brief.data["model"]["id"])
+    if not model_id.startswith(EMBEDDED_PREFIX) and _is_local_model(model_id, brief.folder):
+        return relative_to_run(brief.resolve(model_id), run_dir)
+    return model_id
+
+
+def _trl_cli_notes(data: dict[str, Any]) -> list[str]:
+    """What `trl grpo --config grpo_config.yaml` does not do that `finetune launch` does."""
+    model, data_section = data["model"], data["data"]
+    notes = []
+    if str(model["id"]).startswith(EMBEDDED_PREFIX) or model.get("gguf_file"):
+        notes.append(
             "the model is embedded or a GGUF file: `finetune launch` dequantises it first; for `trl grpo` pass "
             "`--model_name_or_path <dequantised dir>` after --config")
-    if dsec["prompt_field"] != "prompt" or dsec.get("system_prompt"):
-        trl_cli_notes.append(
+    if data_section["prompt_field"] != "prompt" or data_section.get("system_prompt"):
+        notes.append(
             "data.prompt_field/system_prompt are applied by `finetune launch`; `trl grpo` reads the `prompt` "
             "column as it is")
-    dtype = model["dtype"]
+    return notes
+
+
+def _model_entries(model: dict[str, Any], model_ref: str) -> list[Entry]:
+    """TRL's ModelConfig: read by `trl grpo`; `finetune launch` reads the same fields."""
     adapter = model["adapter"]
-    lora = model.get("lora") or {}
-    model_entries = [
+    entries = [
         Entry("model_name_or_path", model_ref, "model.id (local paths relative to this directory)"),
         Entry("model_revision", model.get("revision") or "main", "model.revision"),
-        Entry("dtype", dtype, "model.dtype (TRL's ModelConfig defaults to float32)"),
+        Entry("dtype", model["dtype"], "model.dtype (TRL's ModelConfig defaults to float32)"),
         Entry("use_peft", adapter != "full", f"model.adapter {adapter}"),
     ]
     if adapter != "full":
+        lora = model.get("lora") or {}
         targets = lora.get("target_modules", "all-linear")
-        model_entries += [
+        entries += [
             Entry("lora_r", lora.get("r", 16), "model.lora.r"),
             Entry("lora_alpha", lora.get("alpha", 32), "model.lora.alpha"),
             Entry("lora_dropout", float(lora.get("dropout", 0.0)), "model.lora.dropout (TRL's CLI defaults to 0.05)"),
@@ -314,86 +317,105 @@ def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = Non
                   "model.lora.target_modules"),
         ]
     if adapter == "qlora":
-        model_entries += [
+        entries += [
             Entry("load_in_4bit", True, "qlora: 4-bit base weights (bitsandbytes)"),
             Entry("bnb_4bit_quant_type", "nf4", "qlora: NF4, as in the QLoRA paper"),
             Entry("use_bnb_nested_quant", True, "qlora: double quantisation"),
         ]
+    return entries
 
-    # Data and rewards (TRL GRPOScriptArguments and DatasetMixtureConfig).
-    train = str(dsec["train"])
+
+def _data_and_reward_entries(brief: Any, run_dir: Path, reward_attrs: list[str]) -> list[Entry]:
+    """TRL's GRPOScriptArguments and DatasetMixtureConfig: the training split and the reward callables."""
+    data_section = brief.data["data"]
+    train = str(data_section["train"])
     if _looks_local_data(train):
         path = brief.resolve(train)
         dataset = {"path": LOCAL_DATA_BUILDERS.get(path.suffix, "json"), "data_files": relative_to_run(path, run_dir),
                    "split": "train"}
     else:
-        dataset = {"path": train, "split": dsec.get("split", "train")}
-    specs = [dict(r) for r in data["rewards"]]
-    attrs = [reward_attr(i, str(r["fn"])) for i, r in enumerate(specs)]
-    names, occurrences = reward_names(specs), reward_occurrences(specs)
-    data_entries = [
+        dataset = {"path": train, "split": data_section.get("split", "train")}
+    return [
         Entry("datasets", [dataset], "data.train"),
-        Entry("reward_funcs", [f"rewards_entry.{a}" for a in attrs], "rewards[*].fn, built in rewards_entry.py"),
+        Entry("reward_funcs", [f"rewards_entry.{a}" for a in reward_attrs], "rewards[*].fn, built in rewards_entry.py"),
     ]
 
-    # GRPOConfig: the brief's values, then the variant's, then generation, then overrides.
-    max_model_len = int(g["max_prompt_length"]) + int(g["max_completion_length"])
-    schedule = Schedule.of(g)
-    train_entries = [
+
+def _training_entries(data: dict[str, Any], topo: Topology, steps_per_generation: int) -> list[Entry]:
+    """GRPOConfig from the brief's own values (the variant, generation and overrides come after)."""
+    grpo, dtype = data["grpo"], data["model"]["dtype"]
+    schedule = Schedule.of(grpo)
+    cpu_run = " (CPU run)" if topo.cpu else ""
+    return [
         Entry("output_dir", "checkpoints", "checkpoints/checkpoint-<step>/ in this directory"),
-        Entry("seed", g["seed"], "grpo.seed"),
-        Entry("max_steps", g["max_steps"], "grpo.max_steps"),
-        Entry("learning_rate", g["learning_rate"], "grpo.learning_rate (TRL 1.16 defaults to 1e-6)"),
+        Entry("seed", grpo["seed"], "grpo.seed"),
+        Entry("max_steps", grpo["max_steps"], "grpo.max_steps"),
+        Entry("learning_rate", grpo["learning_rate"], "grpo.learning_rate (TRL 1.16 defaults to 1e-6)"),
         Entry("lr_scheduler_type", schedule.trl_type,
               f"grpo.lr_scheduler {schedule.name} (TRL 1.16 defaults to linear decay to 0)"),
-        Entry("warmup_steps", schedule.warmup_steps, f"grpo.warmup_ratio {float(g['warmup_ratio']):g} of max_steps, rounded up"),
-        Entry("beta", g["beta"], "grpo.beta (TRL 1.16 defaults to 0.0)"),
-        Entry("num_generations", g["num_generations"], "grpo.num_generations"),
-        Entry("per_device_train_batch_size", g["per_device_train_batch_size"], "grpo.per_device_train_batch_size"),
-        Entry("gradient_accumulation_steps", g["gradient_accumulation_steps"], "grpo.gradient_accumulation_steps"),
+        Entry("warmup_steps", schedule.warmup_steps,
+              f"grpo.warmup_ratio {float(grpo['warmup_ratio']):g} of max_steps, rounded up"),
+        Entry("beta", grpo["beta"], "grpo.beta (TRL 1.16 defaults to 0.0)"),
+        Entry("num_generations", grpo["num_generations"], "grpo.num_generations"),
+        Entry("per_device_train_batch_size", grpo["per_device_train_batch_size"], "grpo.per_device_train_batch_size"),
+        Entry("gradient_accumulation_steps", grpo["gradient_accumulation_steps"], "grpo.gradient_accumulation_steps"),
         Entry("steps_per_generation", steps_per_generation,
-              "4 x gradient_accumulation_steps for gspo" if variant == "gspo" else "= gradient_accumulation_steps"),
-        Entry("max_completion_length", g["max_completion_length"], "grpo.max_completion_length"),
-        Entry("temperature", g["temperature"], "grpo.temperature"),
-        Entry("chat_template_kwargs", dict(dsec.get("chat_template_kwargs") or {}),
+              "4 x gradient_accumulation_steps for gspo" if grpo["variant"] == "gspo"
+              else "= gradient_accumulation_steps"),
+        Entry("max_completion_length", grpo["max_completion_length"], "grpo.max_completion_length"),
+        Entry("temperature", grpo["temperature"], "grpo.temperature"),
+        Entry("chat_template_kwargs", dict(data["data"].get("chat_template_kwargs") or {}),
               "data.chat_template_kwargs (the prompt format baseline and inspect sampled with)"),
-        Entry("gradient_checkpointing", g["gradient_checkpointing"], "grpo.gradient_checkpointing"),
-        Entry("bf16", (not topo.cpu) and dtype == "bfloat16", "model.dtype" + (" (CPU run)" if topo.cpu else "")),
-        Entry("fp16", (not topo.cpu) and dtype == "float16", "model.dtype" + (" (CPU run)" if topo.cpu else "")),
+        Entry("gradient_checkpointing", grpo["gradient_checkpointing"], "grpo.gradient_checkpointing"),
+        Entry("bf16", (not topo.cpu) and dtype == "bfloat16", "model.dtype" + cpu_run),
+        Entry("fp16", (not topo.cpu) and dtype == "float16", "model.dtype" + cpu_run),
         Entry("use_cpu", topo.cpu, "hardware.gpus 0" if topo.cpu else "hardware.gpus"),
         Entry("model_init_kwargs", {"dtype": dtype}, "TRL 1.16 loads a model path in float32 without it"),
-        Entry("reward_weights", [float(r["weight"]) for r in specs], "rewards[*].weight"),
+        Entry("reward_weights", [float(r["weight"]) for r in data["rewards"]], "rewards[*].weight"),
         Entry("remove_unused_columns", False, "rewards read the dataset's columns"),
-        Entry("logging_steps", g["logging_steps"], "grpo.logging_steps"),
+        Entry("logging_steps", grpo["logging_steps"], "grpo.logging_steps"),
         Entry("save_strategy", "steps", "checkpoints every save_steps"),
-        Entry("save_steps", g["save_steps"], "grpo.save_steps"),
+        Entry("save_steps", grpo["save_steps"], "grpo.save_steps"),
         Entry("save_only_model", False, "optimizer and RNG state kept so --resume continues exactly"),
         *(Entry(k, v, why) for k, v, why in tracking_entries(data.get("tracking") or {}, str(data["name"]))),
         Entry("log_completions", False, "finetune launch writes completions.jsonl itself; no console tables"),
     ]
-    variant_entries = [Entry(k, v, f"variant {variant}: {why}") for k, v, why in VARIANT_SETTINGS[variant]]
 
-    rec_util = recommend.get("vllm_gpu_memory_utilization")
-    util = hw.get("vllm_gpu_memory_utilization")
-    util_why = "hardware.vllm_gpu_memory_utilization"
-    if util is None and rec_util is not None:
-        util, util_why = float(rec_util), "the memory estimate's advice"
-    elif util is None:
-        util, util_why = DEFAULT_VLLM_GPU_MEMORY_UTILIZATION, "TRL's default (no memory estimate available)"
-    sleep = bool(recommend.get("vllm_enable_sleep_mode", False))
-    gen = topo.generation
-    if gen == "vllm-colocate":
-        gen_entries = [
+
+def _variant_title(grpo: dict[str, Any]) -> str:
+    return f"GRPO variant: {grpo['variant']}" + (f" (symptom: {grpo['symptom']})" if grpo.get("symptom") else "")
+
+
+def _variant_entries(variant: str) -> list[Entry]:
+    """The variant's GRPOConfig values (brief.variants), each with the variant's reason."""
+    return [Entry(key, value, f"variant {variant}: {why}") for key, value, why in VARIANT_SETTINGS[variant]]
+
+
+def _vllm_memory_share(hardware: dict[str, Any], recommend: dict[str, Any]) -> tuple[float, str]:
+    """vllm_gpu_memory_utilization and why: the brief's, else the memory estimate's advice, else TRL's default."""
+    if hardware.get("vllm_gpu_memory_utilization") is not None:
+        return hardware["vllm_gpu_memory_utilization"], "hardware.vllm_gpu_memory_utilization"
+    if recommend.get("vllm_gpu_memory_utilization") is not None:
+        return float(recommend["vllm_gpu_memory_utilization"]), "the memory estimate's advice"
+    return DEFAULT_VLLM_GPU_MEMORY_UTILIZATION, "TRL's default (no memory estimate available)"
+
+
+def _generation_entries(topo: Topology, hardware: dict[str, Any], recommend: dict[str, Any],
+                        max_model_length: int) -> list[Entry]:
+    """How completions are generated: vLLM beside the trainer, a vLLM server, or transformers' generate."""
+    if topo.generation == "vllm-colocate":
+        share, share_why = _vllm_memory_share(hardware, recommend)
+        return [
             Entry("use_vllm", True, "hardware.generation vllm-colocate"),
             Entry("vllm_mode", "colocate", "vLLM shares the training GPU"),
-            Entry("vllm_gpu_memory_utilization", util, util_why),
-            Entry("vllm_enable_sleep_mode", sleep,
+            Entry("vllm_gpu_memory_utilization", share, share_why),
+            Entry("vllm_enable_sleep_mode", bool(recommend.get("vllm_enable_sleep_mode", False)),
                   "the memory estimate's advice" if "vllm_enable_sleep_mode" in recommend else "off unless advised"),
             Entry("vllm_tensor_parallel_size", 1, "one engine per training process"),
-            Entry("vllm_max_model_length", max_model_len, "grpo.max_prompt_length + grpo.max_completion_length"),
+            Entry("vllm_max_model_length", max_model_length, "grpo.max_prompt_length + grpo.max_completion_length"),
         ]
-    elif gen == "vllm-server":
-        gen_entries = [
+    if topo.generation == "vllm-server":
+        return [
             Entry("use_vllm", True, "hardware.generation vllm-server"),
             Entry("vllm_mode", "server", "generations come from `trl vllm-serve` (started by launch.sh)"),
             Entry("vllm_server_host", "127.0.0.1",
@@ -401,39 +423,31 @@ def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = Non
             Entry("vllm_server_port", VLLM_SERVER_PORT, "launch.sh starts the server on this port"),
             Entry("vllm_server_timeout", 600.0, "seconds to wait for the server"),
         ]
-    else:
-        gen_entries = [Entry("use_vllm", False, "hardware.generation transformers: model.generate")]
+    return [Entry("use_vllm", False, "hardware.generation transformers: model.generate")]
 
-    sections: list[tuple[str, list[Entry]]] = [
-        ("Model (TRL ModelConfig)", model_entries),
-        ("Data and rewards (TRL GRPOScriptArguments, DatasetMixtureConfig)", data_entries),
-        ("Training (TRL GRPOConfig)", train_entries),
-        (f"GRPO variant: {variant}" + (f" (symptom: {g['symptom']})" if g.get("symptom") else ""), variant_entries),
-        (f"Generation: {gen}", gen_entries),
-    ]
-    # Later blocks win: drop a key from earlier blocks when a later one sets it, so each key appears once.
-    if overrides:
-        if "generation_batch_size" in overrides:
-            overrides.setdefault("steps_per_generation", None)
-        sections.append(("grpo.overrides (merged last)",
-                         [Entry(k, overrides[k], "grpo.overrides") for k in sorted(overrides)]))
+
+def _override_entries(overrides: dict[str, Any]) -> list[Entry]:
+    """grpo.overrides, merged last. A generation_batch_size override clears steps_per_generation (TRL takes
+    one or the other): the None entry removes the rendered value and is dropped by `_merge_sections`."""
+    overrides = dict(overrides)
+    if "generation_batch_size" in overrides:
+        overrides.setdefault("steps_per_generation", None)
+    return [Entry(key, overrides[key], "grpo.overrides") for key in sorted(overrides)]
+
+
+def _merge_sections(sections: list[tuple[str, list[Entry]]]) -> list[tuple[str, list[Entry]]]:
+    """Later sections win: a key set by a later section leaves the earlier ones, so each key appears once."""
     seen: set[str] = set()
-    deduped: list[tuple[str, list[Entry]]] = []
+    merged: list[tuple[str, list[Entry]]] = []
     for title, entries in reversed(sections):
-        kept = [e for e in entries if e.key not in seen]
+        merged.append((title, [e for e in entries if e.key not in seen]))
         seen.update(e.key for e in entries)
-        deduped.append((title, kept))
-    deduped.reverse()
-    # generation_batch_size and steps_per_generation exclude each other in TRL: keep the override.
-    final = [(t, [e for e in es if not (e.key == "steps_per_generation" and e.value is None)]) for t, es in deduped]
+    merged.reverse()
+    return [(title, [e for e in entries if not (e.key == "steps_per_generation" and e.value is None)])
+            for title, entries in merged]
 
-    notes = []
-    if gen != "transformers":
-        notes.append(f"vLLM generation ({gen}) needs `pip install 'llm-finetuning[vllm]'` (trl[vllm]==1.16.0)")
-    return RunPlan(
-        name=brief.name, brief_sha256=brief.sha256, brief_rel=relative_to_run(brief.path, run_dir),
-        brief_folder_rel=relative_to_run(folder, run_dir), model_ref=model_ref, model_revision=model.get("revision"),
-        dtype=dtype, topology=topo, sections=final, reward_attrs=attrs, reward_specs=specs,
-        reward_names=names, reward_occurrences=occurrences, max_completion_length=int(g["max_completion_length"]),
-        vllm_max_model_length=max_model_len, trl_cli_notes=trl_cli_notes, notes=notes,
-    )
+
+def _install_notes(generation: str) -> list[str]:
+    if generation == "transformers":
+        return []
+    return [f"vLLM generation ({generation}) needs `pip install 'llm-finetuning[vllm]'` (trl[vllm]==1.16.0)"]

@@ -12,12 +12,11 @@ what the template and the code give (CI), so the code shown can never drift from
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 
-from llm_finetuning.brief.docgen import _bounds, _type
+from llm_finetuning.brief.docgen import field_row, write_or_check
 from llm_finetuning.rewards import registry
 
 PAGE = Path("references/reward-functions.md")
@@ -31,12 +30,7 @@ def args_table(fn: str) -> str:
     schema = registry.BUILTINS[fn][1]
     required = set(schema.get("required", []))
     rows = ["| arg | type | default | meaning |", "| --- | --- | --- | --- |"]
-    for arg, sub in schema.get("properties", {}).items():
-        default = "required" if arg in required else (
-            f"`{json.dumps(sub['default'])}`" if "default" in sub else "optional")
-        desc = sub.get("description", "").replace("|", "\\|")
-        bounds = _bounds(sub).replace("|", "\\|")
-        rows.append(f"| `{arg}` | {_type(sub)} | {default} | {desc}{' (' + bounds + ')' if bounds else ''} |")
+    rows += [field_row(arg, sub, arg in required) for arg, sub in schema.get("properties", {}).items()]
     rules = []
     for key in ("oneOf", "anyOf"):
         if key in schema:
@@ -71,8 +65,6 @@ def render(src_dir: Path = PACKAGE_DIR, template: Path = TEMPLATE) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from llm_finetuning.brief.docgen import write_or_check
-
     return write_or_check(PAGE, render(), "llm_finetuning.rewards.docgen", argv)
 
 

@@ -24,7 +24,12 @@ from typing import Any
 from llm_finetuning.rewards.explain import quoted
 from llm_finetuning.rewards.registry import arg_defaults
 from llm_finetuning.sandbox import JobResult, Limits, SandboxPool, get_pool
-from llm_finetuning.sandbox.judge import PreparedTest, failed_case_reasons, failed_test_reasons, prepare_test
+from llm_finetuning.sandbox.verdicts import (
+    PreparedTest,
+    failed_case_reasons,
+    failed_test_reasons,
+    prepare_test,
+)
 
 _DEFAULTS = arg_defaults("unit_tests")  # the registry's schema holds every default
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from llm_finetuning.sandbox.judge import (
+from llm_finetuning.sandbox.verdicts import (
     Malformed,
     decode_value,
     judge_io,

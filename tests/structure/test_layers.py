@@ -1,0 +1,321 @@
+"""The package's layers, enforced from its import graph (read from the source with `ast`; nothing is imported).
+
+Three rules: no import runs up the layers of DESIGN.md ("The package is layered"), the core imports no ML library
+at module level (so `finetune check/gate/render/memory` answer in well under a second), and no package imports
+another package's private names.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import llm_finetuning
+
+PACKAGE = Path(llm_finetuning.__file__).resolve().parent
+ROOT = "llm_finetuning"
+
+# Imported by every layer: the error values, the file helpers and the package's `__version__`.
+FOUNDATION = {"errors", "fileio", ROOT}
+FOUNDATION_MODULES = ("errors", "fileio")
+
+# What each layer may import besides itself and FOUNDATION. A target is a module path below the package and
+# covers everything under it ("rewards.registry" allows that module only, "brief" the whole package).
+# Edges in DESIGN.md's diagram carry no comment; every other edge says why it is needed.
+LAYERS: dict[str, set[str]] = {
+    "cli": {"commands"},
+    "commands": {
+        "gate", "render", "launch", "sampling", "diagnose", "memory", "evaluation", "export",
+        "brief",  # a verb loads the brief once and passes it down
+        "records",  # baseline/inspect/review write and read the records they are named after
+        "rewards",  # score and calibrate-judge run the brief's rewards
+        "models",  # resolving a model id or folder for the verbs that sample
+        "demo",  # `finetune demo` is a verb like the others
+    },
+    "demo": set(),  # drives the real CLI in subprocesses: it imports no stage
+    "gate": {
+        "brief", "records", "memory", "rewards.registry",
+        "models",  # model_identity: the records must name the brief's model and revision
+    },
+    "render": {
+        "brief",
+        # reward_names: the metric keys (`fn`, `fn#2`) the rendered config and the trainer agree on. The
+        # registry is the reward contract (names, argument schemas, defaults): standard library only, it
+        # imports no other module of the package, so it sits with the brief at the bottom (see BOTTOM).
+        "rewards.registry",
+    },
+    # The brief validates `rewards[*].args` against the registry's schemas; the registry imports nothing back.
+    "brief": {"rewards.registry"},
+    "rewards.registry": set(),
+    "records": {
+        "rewards.registry", "rewards.sources",  # the inspection binds every reward's name and source code
+        "rewards.explain",  # a sample's one-line explanation shown at review
+    },
+    "memory": {
+        "brief",  # estimate_brief reads the brief's model, batch and hardware
+        "models",  # config.json and GGUF headers of a local model
+    },
+    "rewards": {
+        "rewards.registry",  # the implementations take their names and argument defaults from the registry
+        "brief.docgen",  # the reward page is generated with the brief page's schema helpers
+        "models",  # length_penalty counts tokens with the policy's tokenizer
+        "sandbox",  # unit_tests runs untrusted code only inside the sandbox
+    },
+    "sandbox": set(),
+    "sampling": {
+        "sampling", "rewards", "records",
+        "brief",  # the data columns the brief's rewards need
+        "models", "vllm_support", "cputhreads",  # loading the policy for sampling
+    },
+    "diagnose": {
+        "brief",  # the run's brief: its schedule and rewards explain the metrics
+        "rewards.registry",  # which logged rewards are verifiers
+        "memory.shapes",  # a MoE finding needs the model's shape
+    },
+    "evaluation": {
+        "brief", "records", "rewards", "models",
+        "sampling",  # evaluation samples the trained model with the baseline's settings
+        "launch.checkpoints",  # which checkpoints of a run are complete
+        "render.manifest",  # the run directory's brief, through its manifest
+        "diagnose.context",  # EVAL_FILE: where evaluations land in a run directory
+    },
+    # DESIGN.md's launch -> rewards is taken by the run directory's rendered rewards_entry.py (which imports
+    # rewards.build_reward), not by launch's own modules.
+    "launch": {
+        "render",
+        "brief", "models", "vllm_support", "cputhreads",
+        "gate",  # launch re-verifies the gate before it trains
+        "diagnose",  # a detached run's status names its last finding
+        "evaluation.during",  # held-out evaluation during training
+    },
+    "export": {
+        "evaluation", "records", "models",
+        "gate", "diagnose",  # the model card's evidence: the gate's verdicts and the run's diagnosis
+    },
+    "models": set(),
+    "vllm_support": set(),
+    "cputhreads": set(),
+    "testing": set(),  # tiny models for tests and the demo
+    "fileio": set(),
+    "errors": set(),
+}
+# Layers whose module-level imports (followed through the package) must reach no ML library.
+CORE = ("cli", "commands", "brief", "gate", "render", "rewards", "records", "diagnose", "memory", "errors",
+        "fileio", "sandbox")
+HEAVY = {"torch", "transformers", "trl", "vllm", "peft", "accelerate", "datasets"}
+# The bottom of the stack: these import no other module of the package (FOUNDATION's `fileio` and `errors` aside).
+BOTTOM = ("rewards.registry", "errors")
+
+# Imports that run against LAYERS and are not removed yet, as (importing module, imported module): the reason
+# and what would remove them. A test fails when an entry is no longer taken.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("gate.context", "diagnose.report"): (
+        "verify_diagnosis: a grpo.deviation must name a run diagnosed healthy. The diagnosis.json format "
+        "(DIAGNOSIS_FILE, write_diagnosis, verify_diagnosis; pure, file helpers only) belongs in records/ beside "
+        "the baseline and inspection records; move it when the records' problems share one Problem shape "
+        "(issue 17, item 3), which rewrites these verifiers anyway."),
+    ("gate.context", "rewards.judge_calibration"): (
+        "verify_judge_calibration: the judge calibration record is written and verified by the judge reward's "
+        "module. Its load/verify half belongs in records/ (it imports only the registry and the file helpers); "
+        "move it with the same Problem change."),
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str  # dotted module path below the package ("gate.context"), "" for the package itself
+    target: str  # dotted module path below the package, or a top-level outside module ("torch")
+    names: tuple[str, ...]  # names taken with `from ... import`
+    line: int
+    module_level: bool  # runs on import (not inside a function, not under TYPE_CHECKING)
+
+    def where(self) -> str:
+        return f"{self.source or ROOT}:{self.line}"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def is_module(dotted: str) -> bool:
+    """`dotted` (below the package) names a module or subpackage of the package."""
+    base = PACKAGE.joinpath(*dotted.split(".")) if dotted else PACKAGE
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def imports_of(path: Path) -> Iterator[Import]:
+    source = module_name(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package_parts = source.split(".") if path.name == "__init__.py" else source.split(".")[:-1]
+
+    def walk(node: ast.AST, module_level: bool) -> Iterator[Import]:
+        for child in ast.iter_child_nodes(node):
+            level = module_level and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                level = False
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield Import(source, below(alias.name), (), child.lineno, level)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package_parts[: len(package_parts) - child.level + 1]
+                    full = ".".join([ROOT, *base, *([child.module] if child.module else [])])
+                else:
+                    full = child.module or ""
+                target = below(full)
+                names = tuple(a.name for a in child.names)
+                if full.split(".")[0] == ROOT:
+                    # `from llm_finetuning.rewards import registry` imports the module rewards.registry
+                    for name in names:
+                        sub = f"{target}.{name}" if target else name
+                        if is_module(sub):
+                            yield Import(source, sub, (), child.lineno, level)
+                    names = tuple(n for n in names if not is_module(f"{target}.{n}" if target else n))
+                    if names or not child.names:
+                        yield Import(source, target, names, child.lineno, level)
+                else:
+                    yield Import(source, target, names, child.lineno, level)
+            yield from walk(child, level)
+
+    yield from walk(tree, True)
+
+
+def below(full: str) -> str:
+    """The package's own modules lose the `llm_finetuning.` prefix (the package itself becomes ROOT); others
+    keep their top-level name only."""
+    if full == ROOT:
+        return ROOT
+    if full.startswith(ROOT + "."):
+        return full[len(ROOT) + 1:]
+    return full.split(".")[0]
+
+
+def graph() -> list[Import]:
+    return [imp for path in sorted(PACKAGE.rglob("*.py")) for imp in imports_of(path)]
+
+
+def own(module: str) -> bool:
+    return module == ROOT or is_module(module)
+
+
+def layer_of(module: str) -> str:
+    """The LAYERS key a module belongs to: the longest key that is the module or a package above it."""
+    keys = [k for k in LAYERS if module == k or module.startswith(k + ".")]
+    return max(keys, key=len) if keys else module.split(".")[0]
+
+
+def covers(target: str, allowed: str) -> bool:
+    return target == allowed or target.startswith(allowed + ".")
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    """A new subpackage or top-level module must be placed in LAYERS (or FOUNDATION) before it is imported."""
+    tops = {module_name(p).split(".")[0] for p in PACKAGE.rglob("*.py") if module_name(p)}
+    assert tops - set(LAYERS) - FOUNDATION == set(), "add these to LAYERS in tests/structure/test_layers.py"
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    found = []
+    for imp in graph():
+        if not own(imp.target) or not imp.source:
+            continue
+        layer = layer_of(imp.source)
+        if layer_of(imp.target) == layer or imp.target.split(".")[0] in FOUNDATION:
+            continue
+        if any(covers(imp.target, allowed) for allowed in LAYERS[layer]):
+            continue
+        if (imp.source, imp.target) in EXCEPTIONS:
+            continue
+        found.append(f"{imp.where()} ({layer}) imports {imp.target}")
+    assert not found, "imports against the layers of DESIGN.md (LAYERS in this file):\n" + "\n".join(found)
+
+
+def test_the_exceptions_are_still_needed() -> None:
+    edges = {(imp.source, imp.target) for imp in graph()}
+    assert set(EXCEPTIONS) <= edges, f"stale entries in EXCEPTIONS: {sorted(set(EXCEPTIONS) - edges)}"
+
+
+def test_every_allowed_edge_is_used() -> None:
+    """An allowed edge nothing takes any longer is a layer table that no longer tells the truth."""
+    used = {(layer_of(imp.source), allowed) for imp in graph() if imp.source and own(imp.target)
+            for allowed in LAYERS[layer_of(imp.source)] if covers(imp.target, allowed)}
+    declared = {(layer, allowed) for layer, targets in LAYERS.items() for allowed in targets}
+    assert declared <= used, f"edges in LAYERS that no import takes: {sorted(declared - used)}"
+
+
+def test_the_bottom_imports_nothing_of_the_package() -> None:
+    found = [f"{imp.where()} imports {imp.target}" for imp in graph()
+             if imp.source in BOTTOM and own(imp.target) and imp.target not in ("errors", "fileio", ROOT)]
+    assert not found, "\n".join(found)
+
+
+def test_the_core_imports_no_ml_library_at_module_level() -> None:
+    """Followed through the package's own module-level imports (and the `__init__` of every package on the way):
+    importing a core module must not import torch, transformers, trl, vllm, peft, accelerate or datasets."""
+    module_level: dict[str, list[Import]] = {}
+    for imp in graph():
+        if imp.module_level:
+            module_level.setdefault(imp.source, []).append(imp)
+
+    def with_parents(module: str) -> list[str]:
+        parts = module.split(".")
+        return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+    found = []
+    roots = sorted({module_name(p) for p in PACKAGE.rglob("*.py")} - {""})
+    for root in (r for r in roots if r.split(".")[0] in CORE):
+        seen: dict[str, str] = {}  # module -> the module that imported it
+        todo = [(m, root) for m in ["", *with_parents(root)]]
+        while todo:
+            module, parent = todo.pop()
+            if module in seen:
+                continue
+            seen[module] = parent
+            for imp in module_level.get(module, []):
+                if imp.target in HEAVY:
+                    chain = [module]
+                    while chain[-1] != root and seen.get(chain[-1], root) != chain[-1]:
+                        chain.append(seen[chain[-1]])
+                    found.append(f"{root}: {' <- '.join(chain)} imports {imp.target} at line {imp.line}")
+                elif own(imp.target) and imp.target != ROOT:
+                    todo += [(m, module) for m in with_parents(imp.target) if m not in seen]
+    assert not found, "import ML libraries inside the function that needs them:\n" + "\n".join(sorted(set(found)))
+
+
+def test_no_package_imports_another_packages_private_names() -> None:
+    """No `from llm_finetuning.brief.docgen import _bounds` outside brief/, no `import ...sandbox._zygote` outside
+    sandbox/, and no `module._name` on a module of another package."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = module_name(path)
+        mine = source.split(".")[0] if source else ROOT
+        if mine == "cli":
+            mine = "commands"  # cli.py is the commands' entry point
+        aliases: dict[str, str] = {}  # local name -> module of another package
+        for imp in imports_of(path):
+            if not own(imp.target) or imp.target == ROOT or imp.target.split(".")[0] == mine:
+                continue
+            private = [p for p in imp.target.split(".") + list(imp.names) if p.startswith("_") and not p.startswith("__")]
+            if private:
+                found.append(f"{imp.where()} imports {imp.target}{' ' + ', '.join(imp.names) if imp.names else ''}")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(ROOT):
+                for alias in node.names:
+                    target = below(f"{node.module}.{alias.name}")
+                    if is_module(target) and target.split(".")[0] != mine:
+                        aliases[alias.asname or alias.name] = target
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name.startswith(ROOT + ".") and below(alias.name).split(".")[0] != mine:
+                        aliases[alias.asname] = below(alias.name)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                found.append(f"{source}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}")
+    assert not found, "make the shared part public in its own package:\n" + "\n".join(found)
