@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -93,3 +95,20 @@ def test_estimate_brief_on_the_examples() -> None:
         assert {"total_gib", "fits", "components", "gpu_memory_gib", "recommend", "advice"} <= set(data)
         assert abs(sum(data["components"].values()) - data["total_gib"]) < 0.05
         assert est.fits  # small models on an 80 GiB card
+
+
+def test_the_named_components_add_up_to_the_peak_phase() -> None:
+    # every byte of the peak phase is in exactly one named component, whatever the settings
+    assert S7 is not None
+    for adapter, dtype, generation, gc, gpus, distributed in itertools.product(
+            ("full", "lora", "qlora"), ("bfloat16", "float32"), ("transformers", "vllm-colocate", "vllm-server"),
+            (True, False), (1, 4), ("auto", "zero2", "zero3", "fsdp2")):
+        est = estimate(S7, replace(BASE, adapter=adapter, dtype=dtype, generation=generation,
+                                   gradient_checkpointing=gc, gpus=gpus, distributed=distributed))
+        assert math.isclose(sum(est.components.values()), est.phases[est.peak_phase], rel_tol=1e-9), est.settings
+        assert math.isclose(est.total_gib, est.phases[est.peak_phase], rel_tol=1e-9), est.settings
+        assert ("generation_kv_cache" in est.components) == (generation == "transformers"
+                                                             and est.peak_phase == "generation")
+        assert (est.vllm_server_gib is not None) == (generation == "vllm-server")
+        assert ("adapter_weights" in est.components) == (adapter != "full")
+        assert ("autocast_weight_copies" in est.components) == (dtype == "float32")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from llm_finetuning.memory.shapes import ModelShape
 
@@ -35,6 +35,8 @@ GENERATIONS = ("transformers", "vllm-colocate", "vllm-server")
 DISTRIBUTED = ("single", "ddp", "zero2", "zero3", "fsdp2")
 
 # --- Constants, each with its reason (tuned on bench/results/memory-h200.jsonl, none per point) ------
+# Under bf16 autocast, matmuls and their saved activations are bf16 whatever the weights are.
+ACTIVATION_BYTES = 2
 # Activation bytes saved per token per decoder layer, in units of hidden (h), query width (q = heads x
 # head_dim), key/value width (kv) and MLP width (i), for bf16 activations with SDPA attention. Counted
 # from what autograd keeps in transformers' Llama/Qwen layers: each RMSNorm keeps an fp32 copy of its
@@ -232,176 +234,350 @@ def _resolve_distributed(s: Settings) -> str:
     return "ddp" if s.distributed == "auto" else s.distributed
 
 
-def _core(shape: ModelShape, s: Settings) -> Estimate:
-    """The estimate for fully specified settings (distributed resolved, vLLM share chosen)."""
-    dist = _resolve_distributed(s)
-    n = max(1, s.gpus) if dist in ("zero2", "zero3", "fsdp2") else 1
-    wb = DTYPE_BYTES[s.dtype]
-    # Under bf16 autocast, matmuls and their saved activations are bf16 whatever the weights are.
-    act_bytes = 2
-    p = shape.params()
-    embed = shape.vocab * shape.hidden
-    head = embed  # the LM head (tied or not) has the embedding's shape
-    # weights autocast casts: all but the input embedding (a tied embedding is also the LM head's matrix)
-    matmul_params = p - (0 if shape.tie_word_embeddings else embed) - shape.extra_params
-    c: dict[str, float] = {}
+@dataclass(frozen=True)
+class _Run:
+    """One run's settings with the distributed strategy resolved: what every memory component reads."""
 
-    # Weights
-    if s.adapter == "qlora":
-        linear = p - embed * (1 if shape.tie_word_embeddings else 2) - shape.extra_params
+    shape: ModelShape
+    settings: Settings
+    distributed: str  # single, ddp, zero2, zero3 or fsdp2
+
+    @property
+    def shards(self) -> int:
+        """GPUs that ZeRO-2/3 and FSDP2 split sharded state over; 1 for single and DDP."""
+        return max(1, self.settings.gpus) if self.distributed in ("zero2", "zero3", "fsdp2") else 1
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of one weight in the load dtype."""
+        return DTYPE_BYTES[self.settings.dtype]
+
+    @property
+    def embedding_params(self) -> int:
+        """Parameters of the input embedding; the LM head (tied or not) has the same shape."""
+        return self.shape.vocab * self.shape.hidden
+
+    @property
+    def state_bytes(self) -> StateBytes:
+        return state_bytes_per_parameter(self.settings.adapter, self.settings.dtype, self.distributed)
+
+    @property
+    def trains_all_weights(self) -> bool:
+        return self.settings.adapter == "full"
+
+    @property
+    def has_reference_model(self) -> bool:
+        """TRL loads a separate reference model for full fine-tuning with beta > 0 only; LoRA's
+        reference is the base with the adapters switched off."""
+        return self.settings.beta > 0 and self.trains_all_weights
+
+    @property
+    def micro_batch_tokens(self) -> int:
+        """Prompt and completion tokens of one training micro-batch on one device."""
+        s = self.settings
+        return s.per_device_batch * (s.prompt_tokens + s.max_completion_length)
+
+
+class _PhaseBytes(NamedTuple):
+    """One component's bytes in each phase of a step."""
+
+    train: float
+    generation: float
+
+
+def _policy_weight_bytes(run: _Run) -> float:
+    """The policy's weights on one GPU, resident through the run.
+
+    In the load dtype (TRL 1.16 loads a model path in float32 unless a dtype is given). QLoRA stores
+    the quantised linears in NF4 (NF4_BYTES a parameter); embeddings, norms and the LM head stay in the
+    compute dtype, and so do a MoE's experts: transformers 5 stores them as fused 3-D parameters, which
+    bitsandbytes leaves unquantised. ZeRO-3 and FSDP2 shard the weights and gather one layer at a time,
+    plus the next one prefetched.
+    """
+    shape, wb = run.shape, run.weight_bytes
+    params = shape.params()
+    if run.settings.adapter == "qlora":
+        embedding_matrices = 1 if shape.tie_word_embeddings else 2
+        quantised = params - run.embedding_params * embedding_matrices - shape.extra_params
         if shape.is_moe:
-            # transformers 5 stores experts as fused 3-D parameters, which bitsandbytes leaves unquantised
-            linear -= shape.layers * shape.experts * 3 * shape.hidden * shape.intermediate
-        weights = linear * NF4_BYTES + (p - linear) * wb
+            quantised -= shape.layers * shape.experts * 3 * shape.hidden * shape.intermediate
+        weights = quantised * NF4_BYTES + (params - quantised) * wb
     else:
-        weights = p * wb
-    if dist == "zero3" or dist == "fsdp2":
-        weights = weights / n
-        # one layer gathered at a time, plus the next one prefetched
+        weights = params * wb
+    if run.distributed in ("zero3", "fsdp2"):
+        weights = weights / run.shards
         weights += 2 * shape.layer_params() * wb
-    c["policy_weights"] = _gib(weights)
-    if s.adapter != "full":
-        c["adapter_weights"] = _gib(lora_params(shape, s.lora_r) * 4)  # PEFT keeps adapters in fp32
-    # A float32 model under bf16 autocast: generate runs inside one autocast region, so its cache
-    # holds a bf16 copy of every matrix it casts (measured: 13.4 GiB on Qwen2.5-7B, 2.97 on 1.5B). The
-    # cache keeps only casts of weights that require grad: under LoRA the frozen base's casts are
-    # transient, the largest alive at once being the LM head's (measured 7B LoRA float32: 1.6 GiB above
-    # the weights while generating, where a full copy would be 13). Training saves the copies for
-    # backward, or with checkpointing one layer's and the head's.
-    autocast_gen = autocast_train = 0.0
-    if s.dtype == "float32":
-        autocast_gen = matmul_params * 2 if s.adapter == "full" else head * 2
-        autocast_train = (matmul_params * 2 if not s.gradient_checkpointing
-                          else shape.layer_params() * 2 + head * 2)
-    has_ref = s.beta > 0 and s.adapter == "full"
-    if has_ref:
-        ref = p * wb / (n if dist in ("zero3", "fsdp2") else 1)
-        c["reference_weights"] = _gib(ref)
+    return weights
 
-    # Trainable parameters: their gradients and optimizer state
-    per = state_bytes_per_parameter(s.adapter, s.dtype, dist)
-    grad_bytes = per.gradients
-    if s.adapter == "full":
-        trainable = p
-        if dist in ("zero2", "zero3"):
-            grads = trainable * per.gradients / n + ZERO_BUCKET_PARAMS * 2
-            optim = trainable * per.optimizer / n
-        elif dist == "fsdp2":
-            grads = trainable * per.gradients / n
-            optim = trainable * per.optimizer / n
-        else:
-            grads = trainable * per.gradients
-            optim = trainable * per.optimizer
-            if dist == "ddp":
-                grads *= 2  # DDP's flat reduction buckets copy every gradient
+
+def _adapter_weight_bytes(run: _Run) -> int:
+    """LoRA/QLoRA adapters on every linear layer; PEFT keeps adapters in fp32."""
+    return lora_params(run.shape, run.settings.lora_r) * 4
+
+
+def _reference_weight_bytes(run: _Run) -> float:
+    """The frozen reference model of full fine-tuning with beta > 0: a second copy of the weights in
+    the load dtype, sharded like the policy under ZeRO-3 and FSDP2."""
+    sharded = run.distributed in ("zero3", "fsdp2")
+    return run.shape.params() * run.weight_bytes / (run.shards if sharded else 1)
+
+
+def _autocast_copy_bytes(run: _Run) -> _PhaseBytes:
+    """bf16 copies of a float32 model's weights that bf16 autocast keeps alive (nothing for bf16/fp16).
+
+    Autocast casts every matrix it multiplies: all weights but the input embedding (a tied embedding
+    is also the LM head's matrix). generate runs inside one autocast region, so its cache holds a bf16
+    copy of every matrix it casts (measured: 13.4 GiB on Qwen2.5-7B, 2.97 on 1.5B). The cache keeps
+    only casts of weights that require grad: under LoRA the frozen base's casts are transient, the
+    largest alive at once being the LM head's (measured 7B LoRA float32: 1.6 GiB above the weights
+    while generating, where a full copy would be 13). Training saves the copies for backward, or with
+    checkpointing one layer's and the head's.
+    """
+    shape, s = run.shape, run.settings
+    if s.dtype != "float32":
+        return _PhaseBytes(train=0.0, generation=0.0)
+    head = run.embedding_params
+    cast_params = shape.params() - (0 if shape.tie_word_embeddings else head) - shape.extra_params
+    generation = cast_params * 2 if run.trains_all_weights else head * 2
+    train = cast_params * 2 if not s.gradient_checkpointing else shape.layer_params() * 2 + head * 2
+    return _PhaseBytes(train=train, generation=generation)
+
+
+def _trained_params(run: _Run) -> int:
+    """Parameters that carry a gradient and optimizer state: all of them, or LoRA's adapters."""
+    return run.shape.params() if run.trains_all_weights else lora_params(run.shape, run.settings.lora_r)
+
+
+def _optimizer_state_bytes(run: _Run) -> float:
+    """AdamW's state of the trained parameters (bytes per parameter from state_bytes_per_parameter),
+    sharded over the GPUs by ZeRO-2/3 and FSDP2 in full fine-tuning."""
+    per_param = run.state_bytes.optimizer
+    if run.trains_all_weights and run.distributed in ("zero2", "zero3", "fsdp2"):
+        return _trained_params(run) * per_param / run.shards
+    return _trained_params(run) * per_param
+
+
+def _gradient_bytes(run: _Run) -> float:
+    """All gradients at once, as the optimizer step sees them (the other end of the backward peak).
+
+    ZeRO-2/3 shard them and add reduce buckets of ZERO_BUCKET_PARAMS bf16 parameters; FSDP2 shards
+    them; DDP's flat reduction buckets copy every gradient. A tied embedding's gradient arrives twice:
+    the second (input-side) contribution is computed as a new tensor plus an fp32 accumulation buffer
+    beside all the other gradients (TIED_ACCUMULATE_FP32).
+    """
+    per_param = run.state_bytes.gradients
+    trained = _trained_params(run)
+    if not run.trains_all_weights:
+        return trained * per_param * (2 if run.distributed == "ddp" else 1)
+    if run.distributed in ("zero2", "zero3"):
+        gradients = trained * per_param / run.shards + ZERO_BUCKET_PARAMS * 2
+    elif run.distributed == "fsdp2":
+        gradients = trained * per_param / run.shards
     else:
-        trainable = lora_params(shape, s.lora_r)
-        grads = trainable * per.gradients * (2 if dist == "ddp" else 1)
-        optim = trainable * per.optimizer
-    c["optimizer_state"] = _gib(optim)
+        gradients = trained * per_param
+        if run.distributed == "ddp":
+            gradients *= 2
+    if run.shape.tie_word_embeddings:
+        gradients += run.embedding_params * (per_param + TIED_ACCUMULATE_FP32) / run.shards
+    return gradients
 
-    # Backward peak. What autograd saved is alive when backward starts; on top of it comes first the
-    # fused head's backward (fp32 weight gradient and its cast, the tile, the fp32 hidden gradient),
-    # then, once that is freed, one layer's backward (its recomputed activations under checkpointing,
-    # and the gradients of its MLP intermediates) beside the head gradient already written. Later the
-    # activations shrink as gradients grow, so the other end is all gradients at the optimizer step.
-    tokens = s.per_device_batch * (s.prompt_tokens + s.max_completion_length)
-    per_layer = activation_bytes_per_token_layer(shape, act_bytes)
-    workspace = tokens * BACKWARD_WORKSPACE_PER_I * shape.intermediate * max(1, shape.experts_per_token)
-    if s.gradient_checkpointing:
-        saved = tokens * CHECKPOINT_PER_H * shape.hidden * shape.layers
-        layer_work = tokens * per_layer + workspace
-    else:
-        saved = tokens * per_layer * shape.layers
-        layer_work = workspace
-    scored = s.per_device_batch * s.max_completion_length  # completion tokens the head scores
-    head_transient: float = (min(scored, HEAD_TILE_TOKENS) * min(shape.vocab, HEAD_TILE_VOCAB) * act_bytes
-                      + scored * shape.hidden * HEAD_GRAD_FP32)
-    head_grad = head * grad_bytes if s.adapter == "full" else 0
-    if s.adapter == "full":
-        head_transient += head * (HEAD_GRAD_FP32 + grad_bytes)
-    working = max(head_transient, layer_work + head_grad)
-    backward_peak = saved + working
-    grads_total = grads
-    if s.adapter == "full" and shape.tie_word_embeddings:
-        # a tied embedding's gradient arrives twice; the second (input-side) contribution is computed
-        # as a new tensor plus an fp32 accumulation buffer beside all the other gradients
-        grads_total += head * (grad_bytes + TIED_ACCUMULATE_FP32) / (n if dist in ("zero2", "zero3", "fsdp2")
-                                                                       else 1)
-    train_extra = max(backward_peak, grads_total)
 
-    # Generation
-    gen_batch = s.generation_batch()
+def _saved_activation_bytes(run: _Run) -> float:
+    """What autograd has saved when backward starts: every layer's activations for the micro-batch
+    (activation_bytes_per_token_layer), or with gradient checkpointing each layer's bf16 input only."""
+    shape = run.shape
+    if run.settings.gradient_checkpointing:
+        return run.micro_batch_tokens * CHECKPOINT_PER_H * shape.hidden * shape.layers
+    return run.micro_batch_tokens * activation_bytes_per_token_layer(shape, ACTIVATION_BYTES) * shape.layers
+
+
+def _head_backward_bytes(run: _Run) -> float:
+    """The fused log-prob head's backward: one bf16 tile of completion tokens x vocabulary, the fp32
+    hidden-state gradient, and (full fine-tuning) the head's weight gradient in fp32 beside its cast to
+    the weight's dtype."""
+    shape = run.shape
+    scored = run.settings.per_device_batch * run.settings.max_completion_length  # completion tokens
+    tile = min(scored, HEAD_TILE_TOKENS) * min(shape.vocab, HEAD_TILE_VOCAB) * ACTIVATION_BYTES
+    transient: float = tile + scored * shape.hidden * HEAD_GRAD_FP32
+    if run.trains_all_weights:
+        transient += run.embedding_params * (HEAD_GRAD_FP32 + run.state_bytes.gradients)
+    return transient
+
+
+def _layer_backward_bytes(run: _Run) -> float:
+    """One decoder layer's backward: the gradients of its MLP intermediates (checkpointed or not), and
+    under checkpointing its recomputed activations."""
+    shape = run.shape
+    experts = max(1, shape.experts_per_token)
+    workspace = run.micro_batch_tokens * BACKWARD_WORKSPACE_PER_I * shape.intermediate * experts
+    if run.settings.gradient_checkpointing:
+        return run.micro_batch_tokens * activation_bytes_per_token_layer(shape, ACTIVATION_BYTES) + workspace
+    return workspace
+
+
+def _backward_working_set_bytes(run: _Run) -> float:
+    """What backward holds on top of the saved activations at its peak.
+
+    First comes the fused head's backward; once that is freed, one layer's backward beside the head
+    gradient already written (full fine-tuning). Later the activations shrink as gradients grow, so
+    the other end of the peak is all gradients at the optimizer step (_gradient_bytes).
+    """
+    head_gradient = run.embedding_params * run.state_bytes.gradients if run.trains_all_weights else 0
+    return max(_head_backward_bytes(run), _layer_backward_bytes(run) + head_gradient)
+
+
+def _kv_cache_bytes_per_token(run: _Run) -> int:
+    """Keys and values of every layer for one token. They come out of bf16 matmuls under autocast, so
+    a float32 model caches them in bf16."""
+    shape = run.shape
+    value_bytes = ACTIVATION_BYTES if run.settings.dtype == "float32" else run.weight_bytes
+    return 2 * shape.layers * shape.kv_heads * shape.d_head * value_bytes
+
+
+def _transformers_generation_bytes(run: _Run) -> float:
+    """transformers generate for the whole per-device generation batch: the larger of (KV cache of the
+    prompts + the prefill working set) and (KV cache of prompts and completions) at the end, plus the
+    last-position logits and sampling probabilities in fp32.
+
+    The prefill working set per prompt token is the MLP's gate, up and product (PREFILL_PER_I) and one
+    layer's attention inputs (PREFILL_PER_H) in the activation dtype, LORA_PREFILL_FACTOR times that
+    under PEFT's unmerged adapters.
+    """
+    shape, s = run.shape, run.settings
+    batch = s.generation_batch()
+    kv_per_token = _kv_cache_bytes_per_token(run)
+    prefill = batch * s.prompt_tokens * (PREFILL_PER_I * shape.intermediate * max(1, shape.experts_per_token)
+                                         + PREFILL_PER_H * shape.hidden) * ACTIVATION_BYTES
+    if not run.trains_all_weights:
+        prefill *= LORA_PREFILL_FACTOR
+    at_prefill = batch * s.prompt_tokens * kv_per_token + prefill
+    at_end = batch * (s.prompt_tokens + s.max_completion_length) * kv_per_token
+    return max(at_prefill, at_end) + batch * shape.vocab * 4 * 2
+
+
+def _vllm_colocate_bytes(s: Settings) -> _PhaseBytes:
+    """vLLM's share of the GPU in colocate mode (vllm_gpu_memory_utilization, 0.3 when unset): all of it
+    while generating; while training the share stays unless sleep mode leaves only its residual."""
+    share = (s.vllm_gpu_memory_utilization or 0.3) * s.gpu_memory_gib * GIB
+    train = VLLM_SLEEP_RESIDUAL_GIB * GIB if s.vllm_enable_sleep_mode else share
+    return _PhaseBytes(train=train, generation=share)
+
+
+def _vllm_server_gib(run: _Run) -> float:
+    """The separate vLLM server GPU's floor: bf16 weights and KV blocks for one device's generation
+    batch (it serves the other devices' batches in turn; more KV memory only raises its throughput)."""
+    return _gib(run.shape.params() * 2 + _vllm_kv_cache_bytes(run.shape, run.settings)) + VLLM_OVERHEAD_GIB
+
+
+def _vllm_kv_cache_bytes(shape: ModelShape, s: Settings) -> int:
+    """vLLM's bf16 KV blocks for one device's generation batch, prompts and completions at full length."""
     seq = s.prompt_tokens + s.max_completion_length
-    # keys and values come out of bf16 matmuls under autocast, so a float32 model caches them in bf16
-    kv_bytes = 2 * shape.layers * shape.kv_heads * shape.d_head * (act_bytes if s.dtype == "float32" else wb)
-    vllm_share = 0.0
-    vllm_train_resident = 0.0
-    gen_extra = 0.0
-    vllm_server = None
-    util = s.vllm_gpu_memory_utilization
-    sleep = bool(s.vllm_enable_sleep_mode)
-    if s.generation == "transformers":
-        prefill = gen_batch * s.prompt_tokens * (PREFILL_PER_I * shape.intermediate
-                                                 * max(1, shape.experts_per_token)
-                                                 + PREFILL_PER_H * shape.hidden) * act_bytes
-        if s.adapter != "full":
-            prefill *= LORA_PREFILL_FACTOR
-        gen_extra = max(gen_batch * s.prompt_tokens * kv_bytes + prefill, gen_batch * seq * kv_bytes)
-        gen_extra += gen_batch * shape.vocab * 4 * 2  # last-position logits and sampling probabilities
-    elif s.generation == "vllm-colocate":
-        vllm_share = (util or 0.3) * s.gpu_memory_gib * GIB
-        vllm_train_resident = VLLM_SLEEP_RESIDUAL_GIB * GIB if sleep else vllm_share
-    else:
-        # the server's floor: bf16 weights and KV blocks for one device's generation batch (it serves
-        # the other devices' batches in turn; more KV memory only raises its throughput)
-        vllm_server = _gib(p * 2 + gen_batch * seq * 2 * shape.layers * shape.kv_heads * shape.d_head * 2) \
-            + VLLM_OVERHEAD_GIB
+    return s.generation_batch() * seq * 2 * shape.layers * shape.kv_heads * shape.d_head * 2
 
-    resident_alloc = weights + (c.get("reference_weights", 0.0) + c.get("adapter_weights", 0.0)) * GIB + optim
-    train_alloc = resident_alloc + autocast_train + train_extra + FIXED_GIB * GIB
-    gen_alloc = resident_alloc + autocast_gen + gen_extra + FIXED_GEN_GIB * GIB
-    train_reserved = train_alloc * ALLOCATOR_SLACK + vllm_train_resident
-    gen_reserved = gen_alloc * ALLOCATOR_SLACK + vllm_share
-    phases = {"train": _gib(train_reserved), "generation": _gib(gen_reserved)}
-    peak_phase = "train" if train_reserved >= gen_reserved else "generation"
 
-    autocast = autocast_train if peak_phase == "train" else autocast_gen
+def _resident_components(run: _Run) -> tuple[float, dict[str, float]]:
+    """What stays on the GPU through every phase, in bytes, and the same named in GiB: the policy
+    weights, the adapters or the reference model, and the optimizer state."""
+    weights = _policy_weight_bytes(run)
+    adapter = 0 if run.trains_all_weights else _adapter_weight_bytes(run)
+    reference = _reference_weight_bytes(run) if run.has_reference_model else 0.0
+    optimizer = _optimizer_state_bytes(run)
+    components = {"policy_weights": _gib(weights)}
+    if not run.trains_all_weights:
+        components["adapter_weights"] = _gib(adapter)
+    if run.has_reference_model:
+        components["reference_weights"] = _gib(reference)
+    components["optimizer_state"] = _gib(optimizer)
+    return weights + reference + adapter + optimizer, components
+
+
+class _Step(NamedTuple):
+    """What each phase of a step adds on top of the resident state, in bytes."""
+
+    autocast: _PhaseBytes
+    activations: float
+    backward_working_set: float
+    gradients: float
+    transformers_generation: float  # 0 unless transformers generates
+    vllm: _PhaseBytes  # 0 unless vLLM is colocated
+
+    @property
+    def backward_peak(self) -> float:
+        return self.activations + self.backward_working_set
+
+    @property
+    def training(self) -> float:
+        """The training phase's peak beyond the resident state: the larger end of backward."""
+        return max(self.backward_peak, self.gradients)
+
+
+def _step(run: _Run) -> _Step:
+    """Every component a phase adds, for the generation backend the settings choose (a vLLM server
+    GPU adds nothing to the training GPUs)."""
+    s = run.settings
+    generation = _transformers_generation_bytes(run) if s.generation == "transformers" else 0.0
+    vllm = _vllm_colocate_bytes(s) if s.generation == "vllm-colocate" else _PhaseBytes(train=0.0, generation=0.0)
+    return _Step(_autocast_copy_bytes(run), _saved_activation_bytes(run), _backward_working_set_bytes(run),
+                 _gradient_bytes(run), generation, vllm)
+
+
+def _peak_phase_components(run: _Run, step: _Step, peak_phase: str) -> dict[str, float]:
+    """The named parts of the peak phase beyond the resident state, in GiB; the fixed buffers last."""
+    components: dict[str, float] = {}
+    autocast = step.autocast.train if peak_phase == "train" else step.autocast.generation
     if autocast:
-        c["autocast_weight_copies"] = _gib(autocast)
+        components["autocast_weight_copies"] = _gib(autocast)
     if peak_phase == "train":
-        if backward_peak >= grads_total:
-            c["activations"] = _gib(saved)
-            c["backward_working_set"] = _gib(working)
+        if step.backward_peak >= step.gradients:
+            components["activations"] = _gib(step.activations)
+            components["backward_working_set"] = _gib(step.backward_working_set)
         else:
-            c["gradients"] = _gib(grads_total)
-        if vllm_train_resident:
-            c["vllm_sleeping" if sleep else "vllm"] = _gib(vllm_train_resident)
+            components["gradients"] = _gib(step.gradients)
+        if step.vllm.train:
+            components["vllm_sleeping" if run.settings.vllm_enable_sleep_mode else "vllm"] = _gib(step.vllm.train)
     else:
-        if s.generation == "transformers":
-            c["generation_kv_cache"] = _gib(gen_extra)
-        if vllm_share:
-            c["vllm"] = _gib(vllm_share)
-    c["fixed_buffers"] = FIXED_GIB if peak_phase == "train" else FIXED_GEN_GIB
-    allocated = sum(v for k, v in c.items() if not k.startswith("vllm"))
-    c["allocator_slack"] = allocated * (ALLOCATOR_SLACK - 1)
-    total = sum(c.values())
+        if run.settings.generation == "transformers":
+            components["generation_kv_cache"] = _gib(step.transformers_generation)
+        if step.vllm.generation:
+            components["vllm"] = _gib(step.vllm.generation)
+    components["fixed_buffers"] = FIXED_GIB if peak_phase == "train" else FIXED_GEN_GIB
+    return components
+
+
+def _core(shape: ModelShape, s: Settings) -> Estimate:
+    """The estimate for fully specified settings (distributed resolved, vLLM share chosen): each phase's
+    peak reserved memory, and the components of the higher one plus the allocator's slack."""
+    run = _Run(shape, s, _resolve_distributed(s))
+    resident, components = _resident_components(run)
+    step = _step(run)
+    train = resident + step.autocast.train + step.training + FIXED_GIB * GIB
+    generation = resident + step.autocast.generation + step.transformers_generation + FIXED_GEN_GIB * GIB
+    train_reserved = train * ALLOCATOR_SLACK + step.vllm.train
+    generation_reserved = generation * ALLOCATOR_SLACK + step.vllm.generation
+    phases = {"train": _gib(train_reserved), "generation": _gib(generation_reserved)}
+    peak_phase = "train" if train_reserved >= generation_reserved else "generation"
+
+    components.update(_peak_phase_components(run, step, peak_phase))
+    allocated = sum(v for k, v in components.items() if not k.startswith("vllm"))
+    components["allocator_slack"] = allocated * (ALLOCATOR_SLACK - 1)
+    total = sum(components.values())
     context = CUDA_CONTEXT_GIB + (NCCL_GIB if s.gpus > 1 else 0.0)
-    fits = total + context <= s.gpu_memory_gib
+    colocated = s.generation == "vllm-colocate"
+    util = s.vllm_gpu_memory_utilization
     recommend = {
-        "vllm_gpu_memory_utilization": round(util, 2) if s.generation == "vllm-colocate" and util else None,
-        "vllm_enable_sleep_mode": sleep if s.generation == "vllm-colocate" else False,
-        "distributed": dist,
+        "vllm_gpu_memory_utilization": round(util, 2) if colocated and util else None,
+        "vllm_enable_sleep_mode": bool(s.vllm_enable_sleep_mode) if colocated else False,
+        "distributed": run.distributed,
     }
-    return Estimate(shape.name, p, replace(s, distributed=dist), total, fits, c, s.gpu_memory_gib, context,
+    vllm_server = _vllm_server_gib(run) if s.generation not in ("transformers", "vllm-colocate") else None
+    return Estimate(shape.name, shape.params(), replace(s, distributed=run.distributed), total,
+                    total + context <= s.gpu_memory_gib, components, s.gpu_memory_gib, context,
                     peak_phase, phases, recommend, vllm_server_gib=vllm_server)
 
 
 def _vllm_needed_gib(shape: ModelShape, s: Settings) -> float:
     """What vLLM needs in colocate mode: bf16 weights, KV blocks for the generation batch, overhead."""
-    seq = s.prompt_tokens + s.max_completion_length
-    kv = s.generation_batch() * seq * 2 * shape.layers * shape.kv_heads * shape.d_head * 2
-    return _gib(shape.params() * 2 + kv * 1.2) + VLLM_OVERHEAD_GIB
+    return _gib(shape.params() * 2 + _vllm_kv_cache_bytes(shape, s) * 1.2) + VLLM_OVERHEAD_GIB
 
 
 def estimate(shape: ModelShape, settings: Settings) -> Estimate:
