@@ -106,7 +106,7 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = 
     import torch
     from transformers import TrainerCallback
 
-    class HeldOutEval(TrainerCallback):  # type: ignore[misc]
+    class HeldOutEval(TrainerCallback):
         """The brief's held_out_eval: the policy scored on held-out prompts every N steps (eval.jsonl)."""
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -118,7 +118,7 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = 
             if state.is_world_process_zero and evaluator.due(state.global_step):
                 evaluator.evaluate(model, processing_class, state.global_step)
 
-    class MetricsCallback(TrainerCallback):  # type: ignore[misc]
+    class MetricsCallback(TrainerCallback):
         """metrics.jsonl: one object per TRL log event, `step` and `epoch` first, then `elapsed_s`
         (wall-clock seconds since this process began training) and TRL's keys."""
 
@@ -143,7 +143,7 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = 
             if state.is_world_process_zero and stop.signal_name is None and state.global_step >= state.max_steps:
                 _jsonl_append(run_dir / METRICS, [{"event": "end", "step": state.global_step}])
 
-    class StopOnSignal(TrainerCallback):  # type: ignore[misc]
+    class StopOnSignal(TrainerCallback):
         """Checkpoint and stop at a step boundary once a signal arrived on any process."""
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
@@ -158,7 +158,7 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = 
                 control.should_training_stop = True
             return control
 
-    class Progress(TrainerCallback):  # type: ignore[misc]
+    class Progress(TrainerCallback):
         """A tqdm bar on stderr: steps, with the latest reward and loss."""
 
         bar: Any = None
@@ -194,7 +194,7 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = 
 def _trainer_class() -> Any:
     from trl import GRPOTrainer
 
-    class RunTrainer(GRPOTrainer):  # type: ignore[misc]
+    class RunTrainer(GRPOTrainer):
         """GRPOTrainer that commits checkpoints and writes completions.jsonl."""
 
         _lf_run_dir: Path
@@ -210,16 +210,17 @@ def _trainer_class() -> Any:
 
         def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
             super().log(logs, start_time)
-            if not self.accelerator.is_main_process or not self.model.training:
+            if not self.accelerator.is_main_process or not getattr(self.model, "training", False):
                 return
-            prompts, completions = self._logs["prompt"], self._logs["completion"]
+            logged: dict[str, Any] = dict(self._logs)  # TRL's buffers of the last generation batch
+            prompts, completions = logged["prompt"], logged["completion"]
             if not completions:
                 return
             batch = (len(completions), id(completions[-1]), id(completions[0]))
             if batch == self._lf_last_batch:
                 return  # no new generation since the last log event
             self._lf_last_batch = batch
-            rewards = {name: list(values) for name, values in self._logs["rewards"].items()}
+            rewards = {name: list(values) for name, values in logged["rewards"].items()}
             rows = []
             for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=False)):
                 rows.append({"step": self.state.global_step, "prompt": prompt, "completion": completion,
