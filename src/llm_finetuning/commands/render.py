@@ -14,17 +14,16 @@ import click
 
 from llm_finetuning.commands._common import fail_unusable, load_checked_brief
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
+from llm_finetuning.gate.result import GateReport
 
 
-def _recommend(brief: Any) -> tuple[dict[str, Any], str]:
-    """The memory estimate's advice (vLLM share, sleep mode, distribution), or ({}, why not)."""
-    from llm_finetuning.memory import estimate_brief
-
-    try:
-        return dict(estimate_brief(brief.data, brief.folder).recommend or {}), ""
-    except (UnusableInput, ValueError, KeyError, OSError) as exc:
-        reason = exc.line() if isinstance(exc, UnusableInput) else str(exc)
-        return {}, f"memory estimate unavailable ({reason}): vLLM memory share 0.3, sleep mode off"
+def _recommend(report: GateReport) -> tuple[dict[str, Any], str]:
+    """The advice of the memory estimate the gate judged (vLLM share, sleep mode, distribution), or ({}, why
+    not): the estimate is made once, by the gate, and handed down."""
+    if report.memory is None:
+        return {}, (f"memory estimate unavailable ({report.memory_problem or 'not made'}): vLLM memory share 0.3, "
+                    "sleep mode off")
+    return dict(report.memory.recommend or {}), ""
 
 
 @click.command("render")
@@ -53,7 +52,7 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
     from llm_finetuning.render import RenderError, render_run
 
     try:
-        recommend, why_not = _recommend(loaded)
+        recommend, why_not = _recommend(report)
         result = render_run(loaded, run_dir, gate_fingerprint(loaded), recommend)
     except RenderError as exc:
         if as_json:

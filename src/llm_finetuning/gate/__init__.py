@@ -34,7 +34,7 @@ def run_gate(brief_path: Path) -> GateReport:
             f"fix the errors above (`finetune check {brief_path}` lists the same), then run the gate again"))
         return report
     ctx = load_context(brief)
-    report = GateReport(str(brief_path), brief.name)
+    report = GateReport(str(brief_path), brief.name, memory=ctx.memory, memory_problem=ctx.memory_problem)
     for check_id, check in CHECKS:
         try:
             report.checks.extend(check(brief, ctx))

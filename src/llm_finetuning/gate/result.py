@@ -36,6 +36,10 @@ class GateReport:
     name: str | None
     checks: list[CheckResult] = field(default_factory=list)
     fingerprint: str | None = None
+    # The memory estimate the gate judged (a memory.Estimate), handed to render for its advice, or why none
+    # could be made; not part of the JSON report (`finetune memory --json` prints it).
+    memory: Any = None
+    memory_problem: str = ""
 
     @property
     def passed(self) -> bool:
