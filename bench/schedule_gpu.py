@@ -80,7 +80,6 @@ def write_brief(task: str, work: Path, name: str, steps: int, lr: float, schedul
 
 
 def prepare(work: Path, out: Path, baseline_prompts: int) -> dict[str, Any]:
-    from llm_finetuning.brief import load_brief
     from llm_finetuning.records.inspection import load_inspection, save_progress, seal, set_verdict
 
     if work.exists():
@@ -98,8 +97,6 @@ def prepare(work: Path, out: Path, baseline_prompts: int) -> dict[str, Any]:
                         work / task / "records/inspection.samples.jsonl")
         else:
             finetune("inspect", str(brief), "--samples", "64")
-            loaded, _ = load_brief(brief)
-            assert loaded is not None
             path = work / task / "records/inspection.json"
             record = load_inspection(path)
             for sample in record["samples"]:

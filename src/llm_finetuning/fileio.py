@@ -178,6 +178,16 @@ def folder_swap(dest: Path) -> Iterator[Path]:
 
 # --- reading ----------------------------------------------------------------------------------------
 
+def read_json_or_none(path: Path | str) -> dict[str, Any] | None:
+    """The JSON object at `path`, or None when it is missing, unreadable or not an object (for optional
+    facts read beside a run: a manifest, a diagnosis, a model's config.json)."""
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
 def read_json_object(path: Path | str, what: str) -> dict[str, Any]:
     """A JSON object from `path`, or UnusableInput saying why it cannot be read."""
     path = Path(path)

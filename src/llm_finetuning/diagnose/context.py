@@ -21,6 +21,7 @@ from llm_finetuning.diagnose.trajectory import (
     read_completions,
 )
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.fileio import read_json_or_none
 
 MANIFEST_FILE = "manifest.json"
 GRPO_CONFIG_FILE = "grpo_config.yaml"
@@ -70,11 +71,6 @@ def model_config_is_moe(config: dict[str, Any]) -> bool:
     return any("moe" in n.lower() or "mixtral" in n.lower() for n in names)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
@@ -116,7 +112,7 @@ def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
     else:
         model_id = str(model.get("id", ""))
         local = brief.resolve(model_id)
-        config = _read_json(local / "config.json") if local.is_dir() else None
+        config = read_json_or_none(local / "config.json") if local.is_dir() else None
         if isinstance(config, dict):
             ctx.is_moe, ctx.moe_source = model_config_is_moe(config), f"{local / 'config.json'}"
         else:
@@ -164,7 +160,7 @@ def _apply_grpo_config(ctx: RunContext, path: Path) -> None:
 def _apply_checkpoint_config(ctx: RunContext, run_dir: Path) -> None:
     """A checkpoint's own config.json (full fine-tuning) tells the architecture when nothing else did."""
     for ckpt in reversed(checkpoint_dirs(run_dir)):
-        config = _read_json(ckpt / "config.json")
+        config = read_json_or_none(ckpt / "config.json")
         if isinstance(config, dict):
             ctx.is_moe, ctx.moe_source = model_config_is_moe(config), str(ckpt / "config.json")
             return
@@ -201,7 +197,7 @@ def load_context(run_dir: str | Path, brief: str | Path | None = None, eval_file
     ctx = RunContext()
     root = Path(run_dir)
     root = root.parent if root.is_file() else root
-    manifest = _read_json(root / MANIFEST_FILE)
+    manifest = read_json_or_none(root / MANIFEST_FILE)
     brief_path: Path | None = Path(brief) if brief else None
     if isinstance(manifest, dict):
         brief_info = manifest.get("brief")

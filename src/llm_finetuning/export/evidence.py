@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.fileio import read_json_or_none
 
 
 @dataclass
@@ -35,12 +36,6 @@ class Evidence:
     diagnosis_note: str = ""
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return obj if isinstance(obj, dict) else None
 
 
 def training_figures(run_dir: Path) -> dict[str, Any]:
@@ -74,7 +69,7 @@ def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_s
         ev.baseline = load_baseline(brief.resolve(str(records.get("baseline"))))
     except UnusableInput:
         ev.baseline = None
-    inspection = _read(brief.resolve(str(records.get("inspection"))))
+    inspection = read_json_or_none(brief.resolve(str(records.get("inspection"))))
     if inspection is not None and isinstance(inspection.get("review"), dict):
         ev.inspection_review = inspection["review"]
     try:
@@ -84,7 +79,7 @@ def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_s
     except UnusableInput as exc:
         ev.gate_lines = [f"the gate could not run: {exc.reason}"]
     ev.training = training_figures(run_dir)
-    evaluation = _read(run_dir / "eval.json")
+    evaluation = read_json_or_none(run_dir / "eval.json")
     if evaluation is None:
         ev.evaluation_note = f"not evaluated: run `finetune eval {run_dir}` before exporting"
     elif evaluation.get("checkpoint_sha256") != checkpoint_sha256:
@@ -92,7 +87,7 @@ def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_s
                               f"`finetune eval {run_dir} --checkpoint {step if label != 'final' else 'final'}`")
     else:
         ev.evaluation = evaluation
-    diagnosis = _read(run_dir / "diagnosis.json")
+    diagnosis = read_json_or_none(run_dir / "diagnosis.json")
     if diagnosis is None:
         try:
             from llm_finetuning.diagnose import diagnose_run

@@ -8,12 +8,12 @@ the check that needs it reports that reason; the package's own modules are impor
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.fileio import read_json_or_none
 from llm_finetuning.records.problem import Problem
 
 MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
@@ -55,16 +55,10 @@ def _load_judge(brief: Any) -> list[str] | None:
     return [str(p) for p in verify_judge_calibration(brief, path)]
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return obj if isinstance(obj, dict) else None
 
 
 def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | None:
-    for source in (diagnosis or {}, _read_json(run_dir / "manifest.json") or {}):
+    for source in (diagnosis or {}, read_json_or_none(run_dir / "manifest.json") or {}):
         for value in (source.get("brief_name"), source.get("name"),
                       source.get("brief", {}).get("name") if isinstance(source.get("brief"), dict) else None):
             if isinstance(value, str):
@@ -84,7 +78,7 @@ def _load_deviation(brief: Any) -> Deviation | None:
     if not run_dir.is_dir():
         return Deviation(str(ref), None, None, f"run directory {run_dir} does not exist")
     problems = [str(p) for p in verify_diagnosis(run_dir, brief.name)]
-    name = brief.name if not problems else _run_brief_name(run_dir, _read_json(run_dir / "diagnosis.json"))
+    name = brief.name if not problems else _run_brief_name(run_dir, read_json_or_none(run_dir / "diagnosis.json"))
     return Deviation(str(ref), not problems, name, "; ".join(problems))
 
 
@@ -94,7 +88,7 @@ def _load_model_config(brief: Any) -> dict[str, Any] | None:
     mid = str(brief.section("model").get("id", ""))
     if not model_is_local(mid, brief.folder):
         return None
-    return _read_json(brief.resolve(mid) / "config.json")
+    return read_json_or_none(brief.resolve(mid) / "config.json")
 
 
 def _model_identity(brief: Any) -> str | None:
