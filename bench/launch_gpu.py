@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _synthetic import synthetic_records
+
 REPO = Path(__file__).resolve().parents[1]
 SMOLLM2_135M_SHAPE = {  # HuggingFaceTB/SmolLM2-135M(-Instruct) config.json
     "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
@@ -98,34 +100,6 @@ def build_model(out: Path) -> dict[str, Any]:
     model.save_pretrained(out)
     return {"parameters": sum(p.numel() for p in model.parameters()), "tokenizer_class": type(tok).__name__,
             "tokenizer_vocab": len(tok)}
-
-
-def synthetic_records(brief_path: Path) -> None:
-    """Sealed inspection + nonzero baseline through the records API. SYNTHETIC: see the module docstring."""
-    from llm_finetuning.brief import load_brief
-    from llm_finetuning.models import model_identity
-    from llm_finetuning.records import baseline, inspection
-    from llm_finetuning.records.bindings import reward_names
-
-    brief, errors = load_brief(brief_path)
-    assert brief is not None, errors
-    identity = model_identity(brief.data["model"], brief.folder)
-    names = reward_names(brief.data["rewards"])
-    rows = [json.loads(line) for line in (brief.folder / "data" / "train.jsonl").read_text().splitlines()]
-    picked = [rows[i % len(rows)] for i in range(64)]  # a review needs 50-100 samples
-    samples = [{"prompt": r["prompt"], "completion": json.dumps({"name": r["name"], "age": r["age"]}),
-                "schema": r["schema"], "rewards": {n: 1.0 for n in names}} for r in picked]
-    ipath = brief.resolve(brief.data["records"]["inspection"])
-    record = inspection.create_inspection(brief, samples, ipath, identity)
-    for s in record["samples"]:
-        inspection.set_verdict(record, s["id"], "agree", "synthetic benchmark record")
-    inspection.save_progress(ipath, record)
-    inspection.seal(ipath, "bench/launch_gpu.py (synthetic; not a human review)")
-    bpath = brief.resolve(brief.data["records"]["baseline"])
-    baseline.write_baseline(bpath, baseline.make_baseline(
-        brief, model_identity=identity, prompts={"source": "data/train.jsonl", "count": 16, "indices": list(range(16))},
-        k=8, pass_at_1=0.2, pass_at_k=0.5, mean_reward={n: 0.2 for n in names}, frac_groups_all_tie=0.3,
-        frac_truncated=0.0, synthetic="bench/launch_gpu.py: written so the gate passes on a random-weight model"))
 
 
 class GpuMemoryPoller:
@@ -225,7 +199,7 @@ def main() -> int:
     build_s = time.monotonic() - t0
     brief = work / "brief.yaml"
     brief.write_text(BRIEF.format(gpus=ns.gpus, steps=ns.steps, max_len=ns.max_completion_length, dtype=ns.dtype))
-    synthetic_records(brief)
+    synthetic_records(brief, "bench/launch_gpu.py")
 
     cli = [sys.executable, "-m", "llm_finetuning.cli"]
     gate = subprocess.run([*cli, "gate", str(brief)], capture_output=True, text=True, env=env)

@@ -16,7 +16,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 
-from launch_gpu import synthetic_records  # noqa: E402  (records API; synthetic, tests and benchmarks only)
+from _synthetic import synthetic_records  # noqa: E402  (records API; synthetic, tests and benchmarks only)
 
 TINY_BRIEF = """\
 brief: 1
@@ -64,7 +64,7 @@ def make_brief(folder: Path, model_dir: Path, *, max_steps: int = 4, save_steps:
     brief, errors = load_brief(path)
     assert brief is not None, errors
     if records:
-        synthetic_records(path)
+        synthetic_records(path, "llm-finetuning tests")
     return path
 
 

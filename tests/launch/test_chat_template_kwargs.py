@@ -59,10 +59,10 @@ def test_gate_binds_the_kwargs_and_refuses_them_as_an_override(tiny_model_dir: P
 
 
 def test_render_writes_the_kwargs(tiny_model_dir: Path, tmp_path: Path) -> None:
-    from launch_gpu import synthetic_records
+    from _synthetic import synthetic_records
 
     brief = with_kwargs(make_brief(tmp_path / "b", tiny_model_dir, records=False), KWARGS)
-    synthetic_records(brief)
+    synthetic_records(brief, "llm-finetuning tests")
     run = tmp_path / "run"
     assert finetune("render", str(brief), "-o", str(run)).returncode == 0
     config = yaml.safe_load((run / "grpo_config.yaml").read_text())
@@ -84,13 +84,13 @@ def test_sampling_renders_prompts_with_the_kwargs(thinking_model: Path) -> None:
 @pytest.mark.slow
 def test_baseline_and_launch_use_the_kwargs(thinking_model: Path, tmp_path: Path) -> None:
     """Both would fail in the template if the brief's kwargs did not reach it."""
-    from launch_gpu import synthetic_records
+    from _synthetic import synthetic_records
 
     brief = with_kwargs(make_brief(tmp_path / "b", thinking_model, max_steps=1, save_steps=1, records=False), KWARGS)
     baseline = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", "baseline", str(brief), "--prompts", "2",
                                "--k", "2", "--json"], env=child_env(), capture_output=True, text=True, timeout=600)
     assert baseline.returncode == 0, baseline.stderr[-3000:]
-    synthetic_records(brief)
+    synthetic_records(brief, "llm-finetuning tests")
     run = tmp_path / "run"
     assert finetune("render", str(brief), "-o", str(run)).returncode == 0
     launch = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", "launch", str(run)], env=child_env(),

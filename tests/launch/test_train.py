@@ -116,9 +116,9 @@ def test_lora_run_trains_an_adapter(tmp_path: Path, model: Path, monkeypatch: py
     brief = make_brief(tmp_path / "b", model, max_steps=1, save_steps=1)
     text = brief.read_text().replace("  dtype: float32\n", "  dtype: float32\n  adapter: lora\n  lora: {r: 4, alpha: 8}\n")
     brief.write_text(text)
-    from launch_gpu import synthetic_records
+    from _synthetic import synthetic_records
 
-    synthetic_records(brief)  # the brief changed: its records are made again
+    synthetic_records(brief, "llm-finetuning tests")  # the brief changed: its records are made again
     run = tmp_path / "run"
     assert finetune("render", str(brief), "-o", str(run)).returncode == 0
     assert run_worker(run, resume=False, extra_args=[], progress=False) == 0

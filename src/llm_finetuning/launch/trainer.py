@@ -379,6 +379,9 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         callbacks=_callbacks(run_dir, stop, progress, _held_out_evaluator(brief, run_dir, training_args)),
     )
     trainer._lf_run_dir = run_dir
+    if training_args.cache_implementation == "static" and not training_args.use_vllm and torch.cuda.is_available():
+        grpo = brief.data["grpo"]
+        compile_decoding(trainer, int(grpo["max_prompt_length"]) + int(grpo["max_completion_length"]))
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(ProgressCallback)
@@ -400,6 +403,22 @@ def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str]
         stopped_by=None if finished else stop.signal_name, checkpoint=str(last) if last else None,
         final_model=final_model,
     )
+
+
+def compile_decoding(trainer: Any, max_cache_len: int) -> None:
+    """Decode from the static KV cache through a compiled forward (CUDA graphs) instead of TRL's eager one.
+
+    TRL builds its GenerationConfig with `disable_compile=True`; this lifts it. The cache is sized once for the
+    longest prompt and completion the brief allows, so prompts of other lengths reuse the same cache and the same
+    graphs instead of recompiling (transformers grows a static cache to the longest call it has seen)."""
+    config = trainer.generation_config
+    config.disable_compile = False
+    if hasattr(config, "max_cache_len"):
+        config.max_cache_len = max_cache_len
+    model = trainer.model
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    for module in {id(model): model, id(base): base}.values():
+        module._previous_max_cache_length = max(max_cache_len, getattr(module, "_previous_max_cache_length", 0))
 
 
 def _save_final(trainer: Any, run_dir: Path) -> str:

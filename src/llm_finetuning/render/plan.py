@@ -249,7 +249,8 @@ def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = Non
          _data_and_reward_entries(brief, run_dir, reward_attrs)),
         ("Training (TRL GRPOConfig)", _training_entries(data, topo, steps_per_generation)),
         (_variant_title(grpo), _variant_entries(grpo["variant"])),
-        (f"Generation: {topo.generation}", _generation_entries(topo, data["hardware"], recommend, max_model_length)),
+        (f"Generation: {topo.generation}", _generation_entries(topo, data["hardware"], recommend, max_model_length,
+                                                                str(model["adapter"]))),
     ]
     if overrides:
         sections.append(("grpo.overrides (merged last)", _override_entries(overrides)))
@@ -260,7 +261,8 @@ def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = Non
         sections=_merge_sections(sections), reward_attrs=reward_attrs, reward_specs=reward_specs,
         reward_names=reward_names(reward_specs), reward_occurrences=reward_occurrences(reward_specs),
         max_completion_length=int(grpo["max_completion_length"]), vllm_max_model_length=max_model_length,
-        trl_cli_notes=_trl_cli_notes(data), notes=_install_notes(topo.generation),
+        trl_cli_notes=_trl_cli_notes(data, compiled_generation(topo, data["hardware"], str(model["adapter"]))),
+        notes=_install_notes(topo.generation),
     )
 
 
@@ -282,10 +284,14 @@ def _model_ref(brief: Any, run_dir: Path) -> str:
     return model_id
 
 
-def _trl_cli_notes(data: dict[str, Any]) -> list[str]:
+def _trl_cli_notes(data: dict[str, Any], compiled: bool) -> list[str]:
     """What `trl grpo --config grpo_config.yaml` does not do that `finetune launch` does."""
     model, data_section = data["model"], data["data"]
     notes = []
+    if compiled:
+        notes.append(
+            "`finetune launch` compiles decoding from the static cache; `trl grpo` decodes it uncompiled, slower than "
+            "its own default: render with `hardware.compiled_generation: false` for `trl grpo`")
     if str(model["id"]).startswith(EMBEDDED_PREFIX) or model.get("gguf_file"):
         notes.append(
             "the model is embedded or a GGUF file: `finetune launch` dequantises it first; for `trl grpo` pass "
@@ -401,7 +407,7 @@ def _vllm_memory_share(hardware: dict[str, Any], recommend: dict[str, Any]) -> t
 
 
 def _generation_entries(topo: Topology, hardware: dict[str, Any], recommend: dict[str, Any],
-                        max_model_length: int) -> list[Entry]:
+                        max_model_length: int, adapter: str) -> list[Entry]:
     """How completions are generated: vLLM beside the trainer, a vLLM server, or transformers' generate."""
     if topo.generation == "vllm-colocate":
         share, share_why = _vllm_memory_share(hardware, recommend)
@@ -423,7 +429,21 @@ def _generation_entries(topo: Topology, hardware: dict[str, Any], recommend: dic
             Entry("vllm_server_port", VLLM_SERVER_PORT, "launch.sh starts the server on this port"),
             Entry("vllm_server_timeout", 600.0, "seconds to wait for the server"),
         ]
-    return [Entry("use_vllm", False, "hardware.generation transformers: model.generate")]
+    entries = [Entry("use_vllm", False, "hardware.generation transformers: model.generate")]
+    if compiled_generation(topo, hardware, adapter):
+        entries.append(Entry(
+            "cache_implementation", "static",
+            "hardware.compiled_generation: a static KV cache, whose decoding `finetune launch` compiles into CUDA "
+            "graphs (`trl grpo` with this file decodes from it uncompiled)"))
+    return entries
+
+
+def compiled_generation(topo: Topology, hardware: dict[str, Any], adapter: str) -> bool:
+    """Decode from a compiled static KV cache: full fine-tuning with transformers generation on one GPU, unless the
+    brief says no. Where it was not measured faster it stays off: several processes (DDP, FSDP, ZeRO-3), LoRA
+    and QLoRA adapters, and CPU runs."""
+    return (topo.generation == "transformers" and not topo.cpu and topo.distributed == "single"
+            and adapter == "full" and bool(hardware.get("compiled_generation", True)))
 
 
 def _override_entries(overrides: dict[str, Any]) -> list[Entry]:
