@@ -1,8 +1,8 @@
 """The package's layers, enforced from its import graph (read from the source with `ast`; nothing is imported).
 
-Three rules: no import runs up the layers of DESIGN.md ("The package is layered"), the core imports no ML library
-at module level (so `finetune check/gate/render/memory` answer in well under a second), and no package imports
-another package's private names.
+Four rules: no import runs up the layers of DESIGN.md ("The package is layered"), no modules import each other in a
+cycle, the core imports no ML library at module level (so `finetune check/gate/render/memory` answer in well under a
+second), and no package imports another package's private names.
 """
 
 from __future__ import annotations
@@ -225,6 +225,35 @@ def test_no_import_runs_up_the_layers() -> None:
             continue
         found.append(f"{imp.where()} ({layer}) imports {imp.target}")
     assert not found, "imports against the layers of DESIGN.md (LAYERS in this file):\n" + "\n".join(found)
+
+
+def test_no_modules_import_each_other_in_a_cycle() -> None:
+    """The package's modules (a package's `__init__` among them) import one another in no cycle, imports inside
+    functions included: a cycle through a lazy import is still two modules that need each other, as the sampling
+    backends and the backend factory once did. What both sides need goes in a module that imports neither."""
+    edges: dict[str, set[str]] = {}
+    for imp in graph():
+        if imp.source and own(imp.target) and imp.target not in (ROOT, imp.source):
+            edges.setdefault(imp.source, set()).add(imp.target)
+    cycles: list[str] = []
+    on_path: list[str] = []
+    done: set[str] = set()
+
+    def visit(module: str) -> None:
+        on_path.append(module)
+        for target in sorted(edges.get(module, ())):
+            if target in on_path:
+                cycles.append(" -> ".join([*on_path[on_path.index(target):], target]))
+            elif target not in done:
+                visit(target)
+        on_path.pop()
+        done.add(module)
+
+    for module in sorted(edges):
+        if module not in done:
+            visit(module)
+    assert not cycles, ("modules that import each other (move what they share into a module both import):\n"
+                        + "\n".join(cycles))
 
 
 def test_the_exceptions_are_still_needed() -> None:
