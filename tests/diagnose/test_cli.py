@@ -12,9 +12,10 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from llm_finetuning.cli import cli
-from llm_finetuning.diagnose import FINDING_IDS, load_trajectory, verify_diagnosis
+from llm_finetuning.diagnose import FINDING_IDS, load_trajectory
 from llm_finetuning.diagnose.context import RunContext
 from llm_finetuning.diagnose.follow import follow
+from llm_finetuning.records.diagnosis import verify_diagnosis
 
 from . import synth
 

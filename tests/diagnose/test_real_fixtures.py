@@ -18,7 +18,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from llm_finetuning.cli import cli
-from llm_finetuning.diagnose import diagnose, load_context, load_trajectory, verify_diagnosis
+from llm_finetuning.diagnose import diagnose, load_context, load_trajectory
+from llm_finetuning.records.diagnosis import verify_diagnosis
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

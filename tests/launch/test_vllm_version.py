@@ -95,7 +95,7 @@ def test_sampling_refuses_an_unsupported_vllm(tmp_path: Path, monkeypatch: pytes
     import importlib
 
     from llm_finetuning.errors import UnusableInput
-    from llm_finetuning.sampling.backend import make_backend
+    from llm_finetuning.sampling.factory import make_backend
 
     monkeypatch.syspath_prepend(str(fake_vllm(tmp_path / "site", "0.40.1")))
     importlib.invalidate_caches()

@@ -27,17 +27,23 @@ def test_page_shows_every_builtin_its_args_and_its_code() -> None:
         assert (docgen.PACKAGE_DIR / module).read_text(encoding="utf-8").rstrip() in page
 
 
-def test_a_missing_code_file_is_an_error_naming_it(tmp_path: Path) -> None:
+def copied_sources(tmp_path: Path) -> Path:
+    """A copy of the package's folders whose files the template shows (the rewards and the judge calibration record)."""
     src = tmp_path / "llm_finetuning"
-    shutil.copytree(docgen.PACKAGE_DIR / "rewards", src / "rewards")
+    for folder in ("rewards", "records"):
+        shutil.copytree(docgen.PACKAGE_DIR / folder, src / folder)
+    return src
+
+
+def test_a_missing_code_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    src = copied_sources(tmp_path)
     (src / "rewards" / "unit_tests.py").unlink()
     with pytest.raises(FileNotFoundError, match="rewards/unit_tests.py does not exist"):
         docgen.render(src_dir=src)
 
 
 def test_a_changed_code_file_makes_the_page_stale(tmp_path: Path) -> None:
-    src = tmp_path / "llm_finetuning"
-    shutil.copytree(docgen.PACKAGE_DIR / "rewards", src / "rewards")
+    src = copied_sources(tmp_path)
     before = docgen.render(src_dir=src)
     with (src / "rewards" / "json_schema.py").open("a") as fh:
         fh.write("# changed\n")

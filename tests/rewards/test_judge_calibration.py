@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from llm_finetuning.brief import load_brief
 from llm_finetuning.cli import cli
+from llm_finetuning.records.judge_calibration import agreement_figures, verify_judge_calibration
 from llm_finetuning.rewards.judge import Judge
-from llm_finetuning.rewards.judge_calibration import agreement_figures, verify_judge_calibration
 
 RUBRIC = "Full marks when the reply answers the question."
 ITEMS = [{"prompt": f"Question {i}: what is {i} + 1?", "completion": f"It is {i + 1}."} for i in range(50)]

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from llm_finetuning.cli import cli
-from llm_finetuning.sampling.backend import vllm_installed
+from llm_finetuning.sampling.factory import vllm_installed
 
 from .conftest import load
 from .openai_stub import ChatServer

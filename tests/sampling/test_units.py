@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.sampling.backend import SamplingSettings, choose_backend
+from llm_finetuning.sampling.backend import SamplingSettings
 from llm_finetuning.sampling.data import build_messages, load_split, pick_indices
+from llm_finetuning.sampling.factory import choose_backend
 from llm_finetuning.sampling.metrics import baseline_figures, is_success, verdict, verifier_names
 from llm_finetuning.sampling.select import spread_samples
 from llm_finetuning.sampling.vllm_backend import sampling_params_kwargs

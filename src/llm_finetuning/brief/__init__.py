@@ -6,48 +6,16 @@ of every `BriefError` at once.
 
 from __future__ import annotations
 
-import copy
-import functools
-import json
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief.defaults import apply_defaults, recipe_defaults, schema
 from llm_finetuning.fileio import sha256_bytes
 
 RECIPE_LEARNING_RATE = 5e-7
 RECIPE_BETA = 0.01
 MIN_NUM_GENERATIONS = 8
-
-
-@functools.lru_cache(maxsize=1)
-def schema() -> dict[str, Any]:
-    """The brief's JSON Schema, the single source of truth for types, defaults and descriptions."""
-    text = resources.files("llm_finetuning.brief").joinpath("brief.schema.json").read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
-
-
-def apply_defaults(data: dict[str, Any], node: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A copy of `data` with every schema default filled in (the one place defaults are applied)."""
-    node = schema() if node is None else node
-    out = copy.deepcopy(data)
-    for key, sub in node.get("properties", {}).items():
-        if key not in out and "default" in sub:
-            out[key] = copy.deepcopy(sub["default"])
-        value = out.get(key)
-        if isinstance(value, dict) and sub.get("type") == "object":
-            out[key] = apply_defaults(value, sub)
-        elif isinstance(value, list) and sub.get("items", {}).get("type") == "object":
-            out[key] = [apply_defaults(v, sub["items"]) if isinstance(v, dict) else v for v in value]
-    return out
-
-
-def recipe_defaults() -> dict[str, Any]:
-    """The recipe's GRPO starting values as the schema states them (skills and renderer read these)."""
-    grpo = schema()["properties"]["grpo"]["properties"]
-    return {k: v["default"] for k, v in grpo.items() if "default" in v}
 
 
 @dataclass
@@ -98,3 +66,15 @@ def load_brief(path: str | Path) -> tuple[Brief | None, list[Any]]:
     brief = Brief(path=p.resolve(), data=apply_defaults(raw), raw=raw,
                   sha256=sha256_bytes(text.encode("utf-8")), text=text)
     return brief, []
+
+
+__all__ = [
+    "MIN_NUM_GENERATIONS",
+    "RECIPE_BETA",
+    "RECIPE_LEARNING_RATE",
+    "Brief",
+    "apply_defaults",
+    "load_brief",
+    "recipe_defaults",
+    "schema",
+]

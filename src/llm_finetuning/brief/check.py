@@ -13,8 +13,8 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator
 
-from llm_finetuning.brief import apply_defaults, schema
 from llm_finetuning.brief.columns import check_data_columns
+from llm_finetuning.brief.defaults import apply_defaults, schema
 from llm_finetuning.errors import BriefError, format_path, short_repr
 from llm_finetuning.rewards import registry
 

@@ -66,8 +66,9 @@ def _report(entry: dict[str, Any], record_path: Path) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -> None:
     """Score human-labelled items with the brief's judge and write the judge calibration record."""
+    from llm_finetuning.records.judge_calibration import judge_specs, write_record
     from llm_finetuning.rewards import build_reward
-    from llm_finetuning.rewards.judge_calibration import calibrate, judge_specs, load_labels, write_record
+    from llm_finetuning.rewards.judge_calibration import calibrate, load_labels
     from llm_finetuning.rewards.registry import name_occurrence
 
     loaded = load_checked_brief(str(brief), as_json)

@@ -51,8 +51,8 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
         load_context,
         load_trajectory,
         render_text,
-        write_diagnosis,
     )
+    from llm_finetuning.records.diagnosis import write_diagnosis
 
     try:
         ctx = load_context(run_dir, brief_path, eval_path, architecture, list(correctness))

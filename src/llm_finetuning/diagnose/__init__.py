@@ -2,7 +2,8 @@
 
 Reads RUN_DIR/metrics.jsonl (from `finetune launch`) or TRL's trainer_state.json, plus what the run
 directory says about the brief, the model and logged completions; applies pure rules (rules.py) whose
-finding ids are the contract of DESIGN.md; writes RUN_DIR/diagnosis.json for the gate.
+finding ids are the contract of DESIGN.md; writes RUN_DIR/diagnosis.json for the gate
+(records/diagnosis.py).
 
 Pure at import: no torch, transformers, trl, numpy or matplotlib (the plot imports matplotlib inside).
 """
@@ -13,15 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.diagnose.context import RunContext, load_context
-from llm_finetuning.diagnose.report import (
-    DIAGNOSIS_FILE,
-    DIAGNOSIS_FORMAT,
-    diagnosis_json,
-    diagnosis_record,
-    render_text,
-    verify_diagnosis,
-    write_diagnosis,
-)
+from llm_finetuning.diagnose.report import diagnosis_json, diagnosis_record, render_text
 from llm_finetuning.diagnose.rules import FINDING_IDS, RULES, Finding, diagnose
 from llm_finetuning.diagnose.trajectory import Series, Trajectory, load_trajectory
 
@@ -33,8 +26,6 @@ def diagnose_run(run_dir: str | Path, brief: str | Path | None = None) -> dict[s
 
 __all__ = [
     "diagnose_run",
-    "DIAGNOSIS_FILE",
-    "DIAGNOSIS_FORMAT",
     "FINDING_IDS",
     "RULES",
     "Finding",
@@ -47,6 +38,4 @@ __all__ = [
     "load_context",
     "load_trajectory",
     "render_text",
-    "verify_diagnosis",
-    "write_diagnosis",
 ]

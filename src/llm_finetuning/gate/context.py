@@ -49,7 +49,7 @@ class GateContext:
 def _load_judge(brief: Any) -> list[str] | None:
     if not any(r.get("fn") == "judge" for r in brief.data["rewards"]):
         return None
-    from llm_finetuning.rewards.judge_calibration import verify_judge_calibration
+    from llm_finetuning.records.judge_calibration import verify_judge_calibration
 
     path = brief.resolve(brief.data["records"]["judge_calibration"])
     return [str(p) for p in verify_judge_calibration(brief, path)]
@@ -69,7 +69,7 @@ def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | No
 def _load_deviation(brief: Any) -> Deviation | None:
     """What the run named by grpo.deviation proves, by the diagnose area's `verify_diagnosis` (healthy,
     ended, metrics unchanged since diagnosis, same brief name)."""
-    from llm_finetuning.diagnose.report import verify_diagnosis
+    from llm_finetuning.records.diagnosis import verify_diagnosis
 
     ref = brief.section("grpo").get("deviation")
     if not ref:

@@ -1,4 +1,5 @@
-"""Records the gate trusts: the baseline and the sealed reward inspection, with their verifiers.
+"""Records the gate trusts, with their verifiers: the baseline, the sealed reward inspection, the judge calibration
+and the diagnosis of a run named by grpo.deviation.
 
 Formats are versioned (`"format": "llm-finetuning/baseline@1"`, `"llm-finetuning/inspection@1"`), every
 write is atomic, and every record binds by sha256 to the reward specs, the reward source files, the model

@@ -1,13 +1,12 @@
-"""Judge calibration: how often a judge reward agrees with human labels, recorded for the gate.
+"""Judge calibration: how often a judge reward agrees with human labels, measured for the record the gate reads.
 
 `finetune calibrate-judge BRIEF --labels FILE.jsonl` scores at least `MIN_ITEMS` human-labelled items
 (`{"prompt", "completion", "label"}`, label a number in [0, 1] or a boolean) with the brief's judge
-reward and writes the record at `records.judge_calibration`. A judge and a person agree on an item when
-both put it on the same side of 0.5; an item the judge could not score counts as a disagreement. The
-record binds the judge's settings by sha256, and `verify_judge_calibration` (used by the gate) accepts
-it only while those settings are unchanged and the agreement meets the brief's `min_agreement`.
+reward and writes the record at `records.judge_calibration`. The record (its format, the agreement
+figures, the judge settings it binds by sha256, and `verify_judge_calibration`, used by the gate) is
+records/judge_calibration.py; this module reads the labels and scores them.
 
-Pure: no reward code is imported here except by `calibrate`, which is handed a built judge.
+Pure: no reward code is imported here; `calibrate` is handed a built judge.
 """
 
 from __future__ import annotations
@@ -19,32 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.fileio import atomic_write_json, sha256_bytes, sha256_file
-from llm_finetuning.rewards import registry
-
-FORMAT = "llm-finetuning/judge-calibration/1"
-MIN_ITEMS = 50
-# The judge settings that change its scores; the record binds them.
-BOUND_ARGS = ("endpoint", "model", "rubric", "max_score", "temperature", "max_tokens")
-_DEFAULTS = registry.arg_defaults("judge")
-
-
-def judge_binding(args: dict[str, Any]) -> dict[str, Any]:
-    """The bound settings of a judge spec's args (defaults filled) and their sha256."""
-    bound = {k: args.get(k, _DEFAULTS.get(k)) for k in BOUND_ARGS}
-    digest = sha256_bytes(json.dumps(bound, sort_keys=True, ensure_ascii=False).encode("utf-8"))
-    return {"endpoint": bound["endpoint"], "model": bound["model"],
-            "rubric_sha256": sha256_bytes(str(bound["rubric"]).encode("utf-8")),
-            "settings_sha256": digest}
-
-
-def judge_specs(brief: Any) -> list[tuple[str, int, dict[str, Any]]]:
-    """(metric name, position, spec) of every judge reward in the brief."""
-    from llm_finetuning.rewards import reward_names
-
-    data = getattr(brief, "data", brief)
-    specs = list(data.get("rewards", []))
-    return [(name, i, s) for i, (s, name) in enumerate(zip(specs, reward_names(specs), strict=True)) if s.get("fn") == "judge"]
+from llm_finetuning.fileio import sha256_file
+from llm_finetuning.records.judge_calibration import (
+    MIN_ITEMS,
+    agreement_figures,
+    judge_binding,
+    min_agreement,
+)
 
 
 def _label_value(value: Any) -> float | None:
@@ -87,34 +67,6 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
     return items
 
 
-def agreement_figures(labels: list[float], scores: list[float | None]) -> dict[str, Any]:
-    """Agreement, Cohen's kappa, false-pass/false-fail rates and mean absolute error (split at 0.5)."""
-    n = len(labels)
-    scored = [(lab, s) for lab, s in zip(labels, scores, strict=True) if s is not None]
-    agree = sum(1 for lab, s in scored if (lab >= 0.5) == (s >= 0.5))
-    figures: dict[str, Any] = {"n_items": n, "n_scored": len(scored), "n_failed": n - len(scored),
-                               "agreement": agree / n if n else 0.0}
-    if scored:
-        m = len(scored)
-        po = agree / m
-        p_lab = sum(1 for lab, _ in scored if lab >= 0.5) / m
-        p_jud = sum(1 for _, s in scored if s >= 0.5) / m
-        pe = p_lab * p_jud + (1 - p_lab) * (1 - p_jud)
-        figures["cohen_kappa"] = (po - pe) / (1 - pe) if pe < 1 else (1.0 if po == 1 else 0.0)
-        figures["mean_abs_error"] = sum(abs(lab - s) for lab, s in scored) / m
-        figures["label_pass_rate"] = p_lab
-        figures["judge_pass_rate"] = p_jud
-        fails = [s for lab, s in scored if lab < 0.5]
-        passes = [s for lab, s in scored if lab >= 0.5]
-        # The dangerous direction for a reward: the judge passes what people failed.
-        figures["false_pass_rate"] = sum(1 for s in fails if s >= 0.5) / len(fails) if fails else None
-        figures["false_fail_rate"] = sum(1 for s in passes if s < 0.5) / len(passes) if passes else None
-    else:
-        figures.update(cohen_kappa=None, mean_abs_error=None, label_pass_rate=None, judge_pass_rate=None,
-                       false_pass_rate=None, false_fail_rate=None)
-    return figures
-
-
 def calibrate(judge: Any, spec: dict[str, Any], name: str, items: list[dict[str, Any]],
               labels_path: Path) -> dict[str, Any]:
     """Score the items with `judge` and return this judge's calibration entry."""
@@ -125,7 +77,7 @@ def calibrate(judge: Any, spec: dict[str, Any], name: str, items: list[dict[str,
     labels = [float(it["label"]) for it in items]
     figures = agreement_figures(labels, scores)
     args = spec.get("args", {})
-    threshold = float(args.get("min_agreement", _DEFAULTS["min_agreement"]))
+    threshold = min_agreement(args)
     return {
         "reward": name,
         "judge": judge_binding(args),
@@ -137,72 +89,3 @@ def calibrate(judge: Any, spec: dict[str, Any], name: str, items: list[dict[str,
         "items": [{"index": i, "label": lab, "judge": s} for i, (lab, s) in enumerate(zip(labels, scores, strict=True))],
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-
-
-def load_record(path: Path) -> dict[str, Any]:
-    record = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(record, dict) or record.get("format") != FORMAT or not isinstance(record.get("judges"), dict):
-        raise ValueError(f"not a judge calibration record (format {FORMAT})")
-    return record
-
-
-def write_record(path: Path, entry: dict[str, Any]) -> dict[str, Any]:
-    """Add or replace one judge's entry in the record at `path`, atomically."""
-    path = Path(path)
-    try:
-        record = load_record(path)
-    except (OSError, ValueError):
-        record = {"format": FORMAT, "judges": {}}
-    record["judges"][entry["reward"]] = entry
-    atomic_write_json(path, record)
-    return record
-
-
-def verify_judge_calibration(brief: Any, record_path: Path) -> list[str]:
-    """Problems with the calibration of the brief's judge rewards (empty list: every judge is calibrated)."""
-    judges = judge_specs(brief)
-    if not judges:
-        return []
-    fix = "run `finetune calibrate-judge BRIEF --labels FILE.jsonl`"
-    try:
-        record = load_record(Path(record_path))
-    except FileNotFoundError:
-        return [f"no judge calibration record at {record_path}; {fix}"]
-    except (OSError, ValueError) as exc:
-        return [f"judge calibration record {record_path} is unusable ({exc}); {fix}"]
-    problems = []
-    for name, i, spec in judges:
-        where = f"rewards[{i}] ({name})"
-        entry = record["judges"].get(name)
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: the record at {record_path} has no calibration for this judge; {fix}")
-            continue
-        args = spec.get("args", {})
-        binding = judge_binding(args)
-        recorded = entry.get("judge", {})
-        if recorded.get("settings_sha256") != binding["settings_sha256"]:
-            changed = [k for k in ("endpoint", "model", "rubric_sha256") if recorded.get(k) != binding[k]]
-            what = ", ".join(changed) if changed else "max_score, temperature or max_tokens"
-            problems.append(f"{where}: the judge changed since calibration ({what}); {fix}")
-            continue
-        items = entry.get("items") or []
-        try:
-            labels = [float(it["label"]) for it in items]
-            scores = [None if it["judge"] is None else float(it["judge"]) for it in items]
-        except (KeyError, TypeError, ValueError):
-            problems.append(f"{where}: the calibration items are malformed; {fix}")
-            continue
-        figures = agreement_figures(labels, scores)
-        stated = (entry.get("figures") or {}).get("agreement")
-        if not isinstance(stated, (int, float)) or abs(float(stated) - figures["agreement"]) > 1e-9:
-            problems.append(f"{where}: the stated agreement {stated!r} does not match the recorded items "
-                            f"({figures['agreement']:.3f}); the record was edited; {fix}")
-            continue
-        if figures["n_items"] < MIN_ITEMS:
-            problems.append(f"{where}: calibrated on {figures['n_items']} items, fewer than {MIN_ITEMS}; {fix}")
-            continue
-        threshold = float(args.get("min_agreement", _DEFAULTS["min_agreement"]))
-        if figures["agreement"] < threshold:
-            problems.append(f"{where}: agreement with human labels {figures['agreement']:.2f} is below "
-                            f"args.min_agreement {threshold:.2f}; improve the rubric or the judge model and recalibrate")
-    return problems

@@ -16,15 +16,9 @@ from typing import Any
 
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.sampling.backend import (
-    Completion,
-    SamplingSettings,
-    choose_backend,
-    cuda_available,
-    make_backend,
-    vllm_installed,
-)
+from llm_finetuning.sampling.backend import Completion, SamplingSettings
 from llm_finetuning.sampling.data import DataSplit, build_messages, load_split, pick_indices
+from llm_finetuning.sampling.factory import choose_backend, cuda_available, make_backend, vllm_installed
 from llm_finetuning.sampling.progress import SamplingProgress
 
 

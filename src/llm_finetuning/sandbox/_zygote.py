@@ -1,4 +1,4 @@
-"""The sandbox zygote: a clean, pre-imported interpreter that forks one isolated job per completion.
+"""The sandbox zygote: a clean, pre-imported interpreter that supervises one isolated job per completion.
 
 Started by `llm_finetuning.sandbox.pool` as its own interpreter (`python -I -c "import _zygote;
 _zygote.main()" CONFIG_HEX`: imported, so its code comes from the cached bytecode rather than a compile
@@ -8,24 +8,18 @@ Protocol: length-prefixed `marshal` frames both ways (only the trusted host and 
 them: a job's own bytes travel inside as an opaque `bytes` value); jobs in on stdin, results out on
 stdout, and the first frame out is the isolation report.
 
+The sandbox's code is split by trust domain into three files of this folder, all loaded by the stub's
+one import (this module imports the other two at module level, while the folder is on `sys.path`;
+nothing is imported from the folder later): `_isolation` sets up the pool's walls once, before any job
+exists; `_job` is what runs inside a job once it is started, beside the untrusted code; this module is
+the supervisor, which runs no untrusted code (its warm-up runs the harness once on a job of its own):
+it starts the jobs, kills each at its wall-clock deadline with SIGKILL, and relays what they send.
+
 Every job is a fork of this process (or of its forker, see `Zygote`), and on a virtual machine a fork
 costs mostly page-table and copy-on-write work, so the process that forks keeps its memory and its
 per-job work small: binary frames instead of JSON and base64, epoll directly, and a warm-up job run
 once before `gc.freeze()` so that lazily built interpreter state (the compiler's AST types among it) is
 built here, not in every job.
-
-Isolation, set up once for the pool ("namespaces" tier, where user namespaces work):
-  user + network + mount + pid + ipc + uts namespaces; as host root the namespace's root is mapped to an
-  unprivileged host uid (65534), so RLIMIT_NPROC applies; a pivot_root into a read-only tree that holds
-  only the interpreter and system libraries (no home, no /etc, no /work, no sockets).
-Then per job: a nested user + mount + pid namespace (the job's processes all die with it), a fresh /proc
-and a size-capped tmpfs /tmp as the private working directory, every capability dropped, no_new_privs,
-a seccomp filter (no socket(), io_uring, ptrace, process_vm_*, System V IPC objects or kernel keyrings:
-nothing a job could leave behind for a later job), rlimits (CPU, address space, file
-size, open files, processes, no core files), and a wall-clock deadline enforced here with SIGKILL.
-Without user namespaces ("basic" tier) the job runs as uid 65534 when started as root, in its own
-session and process group with a child subreaper that kills every leftover descendant, in a private
-temporary directory removed afterwards, with the same seccomp filter and rlimits.
 
 Nothing a job sends is trusted here: records are relayed as capped bytes to the parent, which judges
 them against expected values the job never sees.
@@ -33,94 +27,39 @@ them against expected values the job never sees.
 
 from __future__ import annotations
 
-import _ast  # noqa: F401 - keeps the compiler's AST types alive: without it 3.11 rebuilds them per compile()
-import _json
-import binascii
-
-# Pre-import what solutions commonly import, so each forked job finds it loaded.
-import bisect  # noqa: F401
-import builtins
-import collections  # noqa: F401
 import contextlib
-import copy  # noqa: F401
 import ctypes
-import dataclasses  # noqa: F401
-import decimal  # noqa: F401
 import errno
-import fractions  # noqa: F401
-import functools  # noqa: F401
 import gc
-import heapq  # noqa: F401
-import itertools  # noqa: F401
-import json  # noqa: F401
 import marshal
-import math  # noqa: F401
-import operator  # noqa: F401
 import os
-import random  # noqa: F401
-import re  # noqa: F401
-import resource
 import select
 import signal
-import statistics  # noqa: F401
-import string  # noqa: F401
-import struct
 import sys
 import time
-import typing  # noqa: F401
+import typing
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
-MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE, MS_RELATIME = 1024, 2048, 4096, 16384, 1 << 18, 1 << 21
-MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NAME, PR_SET_SECCOMP, PR_CAPBSET_DROP = 1, 4, 15, 22, 24
-PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 36, 38, 47
-NOBODY = 65534
+# The other two files of the sandbox, imported here while the stub has this folder on sys.path.
+from _isolation import (
+    _ARCH,
+    _DENIED,
+    _MACHINE,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_NAME,
+    PR_SET_PDEATHSIG,
+    _clean_env,
+    _enter_pool_namespaces,
+    _libc,
+    _pivot_into_minimal_root,
+    _seccomp_filter,
+    _write_file,
+)
+from _job import _DEVNULL, _children_of, _exit, _job_child, _len, _run_solution_then_tests
+
 BASIC_UID_BASE = 65400  # basic tier as root: job slot k of zygote z runs as its own uid, 65400 + z * 64 + k
-MAX_RECORD_BYTES = 1 << 20
-
-# (audit arch, pivot_root, clone) per machine
-_ARCH = {"x86_64": (0xC000003E, 155, 56), "aarch64": (0xC00000B7, 41, 220)}
-# Syscalls the seccomp filter denies, with their numbers on each machine of _DENIED_COLUMNS.
-_DENIED_COLUMNS = ("x86_64", "aarch64")
-_DENIED = {
-    "socket": (41, 198), "io_uring_setup": (425, 425), "ptrace": (101, 117),
-    "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
-    "shmget": (29, 194), "semget": (64, 190), "msgget": (68, 186),
-    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
-}
-_MACHINE = os.uname().machine
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-# Captured before any solution runs, so a solution that patches builtins does not change the harness.
-_type, _len, _isinstance, _repr = builtins.type, builtins.len, builtins.isinstance, builtins.repr
-_float_repr, _int_str = float.__repr__, int.__repr__
-_BaseException, _exec, _eval, _compile = BaseException, builtins.exec, builtins.eval, builtins.compile
-_write, _exit = os.write, os._exit
-_esc, _b64 = _json.encode_basestring_ascii, binascii.b2a_base64  # a JSON string literal; base64
-
-
-def _check(ret: int, what: str) -> int:
-    if ret < 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-    return ret
-
-
-def _mount(src: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    _check(
-        _libc.mount(
-            src.encode() if src else None,
-            target.encode(),
-            fstype.encode() if fstype else None,
-            ctypes.c_ulong(flags),
-            data.encode() if data else None,
-        ),
-        f"mount {target}",
-    )
-
 
 _SYSCALL = _libc.syscall
 NR_PIDFD_SEND_SIGNAL, NR_PIDFD_OPEN = 424, 434  # the same number on every machine (Linux 5.1 and 5.3)
@@ -142,536 +81,6 @@ def _pidfd_works() -> bool:
         return False
     os.close(fd)
     return True
-
-
-def _write_file(path: str, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-
-
-# ---------------------------------------------------------------- isolation of the whole pool
-
-
-def _map_ids_self(uid: int, gid: int) -> None:
-    _write_file("/proc/self/setgroups", "deny")
-    _write_file("/proc/self/uid_map", f"0 {uid} 1")
-    _write_file("/proc/self/gid_map", f"0 {gid} 1")
-
-
-def _open_sources(paths: list[str]) -> dict[str, int]:
-    """O_PATH handles on the trees to bind, opened while we can still reach them (e.g. under /root)."""
-    handles: dict[str, int] = {}
-    for path in paths:
-        path = os.path.normpath(path)
-        if path in ("/", "/tmp") or path.startswith("/tmp/") or path in handles or not os.path.lexists(path):
-            continue
-        if os.path.islink(path) and os.path.dirname(path) == "/":
-            handles[path] = -1
-            continue
-        try:
-            handles[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
-        except OSError:
-            continue
-    return handles
-
-
-def _enter_pool_namespaces(wanted: list[str]) -> tuple[dict, dict[str, int]]:
-    """unshare user/net/mount/pid/ipc/uts; as host root map ns-root to uid 65534. Returns facts."""
-    # Only root of the initial user namespace may map another uid; root inside a container's user
-    # namespace (rootless Docker/Podman) maps itself, like any unprivileged user.
-    try:
-        with open("/proc/self/uid_map") as fh:
-            initial_ns = fh.read().split() == ["0", "0", "4294967295"]
-    except OSError:
-        initial_ns = False
-    host_root = os.geteuid() == 0 and initial_ns
-    flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
-    if host_root:
-        # A helper left in the host namespace writes the maps (mapping another uid needs CAP_SETUID there).
-        go_r, go_w = os.pipe()
-        me = os.getpid()
-        helper = os.fork()
-        if helper == 0:
-            try:
-                os.close(go_w)
-                if os.read(go_r, 1) != b"1":
-                    os._exit(3)
-                _write_file(f"/proc/{me}/uid_map", f"0 {NOBODY} 1")
-                _write_file(f"/proc/{me}/gid_map", f"0 {NOBODY} 1")
-                os._exit(0)
-            except BaseException:
-                os._exit(4)
-        os.close(go_r)
-        try:
-            _check(_libc.unshare(flags), "unshare")
-        except OSError:
-            os.write(go_w, b"0")
-            os.waitpid(helper, 0)
-            raise
-        os.write(go_w, b"1")
-        os.close(go_w)
-        _, status = os.waitpid(helper, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise OSError(errno.EPERM, "could not write the uid/gid maps")
-        # Still host uid 0 on the filesystem: open what we will bind (e.g. under /root) in the new mount ns.
-        sources = _open_sources(wanted)
-        os.setgroups([])
-        os.setresgid(0, 0, 0)
-        os.setresuid(0, 0, 0)
-        # The uid change made us non-dumpable, which would hide /proc/self/{uid_map,...} from the jobs.
-        _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
-        host_uid = NOBODY
-    else:
-        uid, gid = os.geteuid(), os.getegid()
-        _check(_libc.unshare(flags), "unshare")
-        _map_ids_self(uid, gid)
-        host_uid = uid
-        sources = _open_sources(wanted)
-    return sources, {"user_ns": True, "net_ns": True, "mount_ns": True, "pid_ns": True, "ipc_ns": True,
-            "uts_ns": True, "host_uid": host_uid}
-
-
-def _bind_ro(src: str, dst: str) -> None:
-    _mount(src, dst, None, MS_BIND | MS_REC)
-    st = os.statvfs(src)
-    keep = 0
-    for st_flag, ms_flag in ((2, MS_NOSUID), (4, MS_NODEV), (8, MS_NOEXEC), (1024, MS_NOATIME),
-                             (2048, MS_NODIRATIME), (4096, MS_RELATIME)):
-        if st.f_flag & st_flag:
-            keep |= ms_flag
-    _mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)
-
-
-def _pivot_into_minimal_root(sources: dict[str, int]) -> list[str]:
-    """Build a read-only root holding only system and interpreter files; return what was bound."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    # The new root is a tmpfs over /tmp in this (private) mount namespace: nothing is left on the host.
-    new = "/tmp"
-    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-    bound: list[str] = []
-    for path, fd in sources.items():
-        target = new + path
-        if fd < 0:
-            os.symlink(os.readlink(path), target)
-            continue
-        if any(path.startswith(b + "/") for b in bound):
-            os.close(fd)
-            continue
-        os.makedirs(target, exist_ok=True)
-        _bind_ro(f"/proc/self/fd/{fd}", target)
-        os.close(fd)
-        bound.append(path)
-    for d in ("dev", "proc", "tmp", "etc", "old"):
-        os.makedirs(f"{new}/{d}", exist_ok=True)
-    with open(f"{new}/etc/passwd", "w") as fh:
-        fh.write("root:x:0:0:sandbox:/tmp:/bin/false\n")
-    with open(f"{new}/etc/group", "w") as fh:
-        fh.write("root:x:0:\n")
-    _mount("tmpfs", f"{new}/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
-    for node in ("null", "zero", "full", "random", "urandom"):
-        open(f"{new}/dev/{node}", "w").close()
-        _mount(f"/dev/{node}", f"{new}/dev/{node}", None, MS_BIND)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
-        os.symlink(target, f"{new}/dev/{name}")
-    _mount(None, f"{new}/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
-    _mount("proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    arch = _ARCH[_MACHINE]
-    _check(_libc.syscall(arch[1], new.encode(), f"{new}/old".encode()), "pivot_root")
-    os.chdir("/")
-    _check(_libc.umount2(b"/old", MNT_DETACH), "umount old root")
-    os.rmdir("/old")
-    _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    _assert_private_mounts()
-    return bound
-
-
-def _assert_private_mounts() -> None:
-    """No mount of the pool's namespace may be shared or a slave: a job's mounts then stay its own."""
-    with open("/proc/self/mountinfo") as fh:
-        for line in fh:
-            fields = line.split(" - ")[0].split()[6:]  # the optional fields
-            if any(f.startswith(("shared:", "master:")) for f in fields):
-                raise OSError(errno.EPERM, f"a sandbox mount propagates: {line.strip()}")
-
-
-# ---------------------------------------------------------------- per-job walls
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-_SECCOMP: list = []  # [program buffer, sock_fprog], built once in the zygote
-
-
-def _seccomp_filter() -> None:
-    """Deny socket(), io_uring_setup, ptrace, process_vm_*, SysV IPC and keyrings (EACCES), and foreign
-    syscall ABIs."""
-    if not _SECCOMP:
-        _build_seccomp()
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    _check(_libc.prctl(PR_SET_SECCOMP, 2, ctypes.byref(_SECCOMP[1]), 0, 0), "seccomp")
-
-
-def _build_seccomp() -> None:
-    arch = _ARCH.get(_MACHINE)
-    if arch is None:
-        raise OSError(errno.ENOSYS, f"no seccomp table for {_MACHINE}")
-    audit = arch[0]
-    denied = [nrs[_DENIED_COLUMNS.index(_MACHINE)] for nrs in _DENIED.values()]
-    allow, eacces, enosys = 0x7FFF0000, 0x00050000 | errno.EACCES, 0x00050000 | errno.ENOSYS
-    prog: list[tuple[int, int, int, int]] = [(0x20, 0, 0, 4), (0x15, 1, 0, audit), (0x06, 0, 0, enosys),
-                                             (0x20, 0, 0, 0)]
-    n = len(denied)
-    prog.append((0x35, n + 1, 0, 0x40000000))  # x32 syscalls -> deny
-    for i, nr in enumerate(denied):
-        prog.append((0x15, n - i, 0, nr))
-    prog.append((0x06, 0, 0, allow))
-    prog.append((0x06, 0, 0, eacces))
-    raw = b"".join(struct.pack("HBBI", *ins) for ins in prog)
-    buf = ctypes.create_string_buffer(raw)
-    _SECCOMP[:] = [buf, _SockFprog(len(prog), ctypes.addressof(buf))]
-
-
-# NOROOT, NO_SETUID_FIXUP and NO_CAP_AMBIENT_RAISE, each locked, and KEEP_CAPS locked off: an execve
-# (a shell-out) as the namespace's root gains no capability back.
-_SECUREBITS = 0b11101111
-PR_SET_SECUREBITS = 28
-
-
-def _drop_capabilities() -> None:
-    _check(_libc.prctl(PR_SET_SECUREBITS, _SECUREBITS, 0, 0, 0), "securebits")
-    _libc.prctl(PR_CAP_AMBIENT, 4, 0, 0, 0)
-    _check(_libc.capset(_CAP_HEADER, _CAP_DATA), "capset")
-
-
-_CAP_HEADER = (ctypes.c_uint32 * 2)(0x20080522, 0)
-_CAP_DATA = (ctypes.c_uint32 * 6)()
-
-
-def _set_rlimits(limits: dict) -> None:
-    mem = int(limits["memory_mb"]) << 20
-    cpu = int(limits["cpu_s"])
-    for res, val in (
-        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-        (resource.RLIMIT_AS, (mem, mem)),
-        (resource.RLIMIT_FSIZE, (int(limits["file_mb"]) << 20,) * 2),
-        (resource.RLIMIT_NOFILE, (int(limits["nofile"]),) * 2),
-        (resource.RLIMIT_NPROC, (int(limits["nproc"]),) * 2),
-        (resource.RLIMIT_CORE, (0, 0)),
-        (resource.RLIMIT_STACK, (min(64 << 20, mem),) * 2),
-    ):
-        resource.setrlimit(res, val)
-
-
-def _close_fds_except(keep: set[int]) -> None:
-    low = 3
-    for fd in sorted(keep):
-        if fd >= low:
-            os.closerange(low, fd)
-            low = fd + 1
-    os.closerange(low, 65536)
-
-
-def _children_of(parent: int, skip: set[int] | frozenset[int] = frozenset()) -> list[int]:
-    """Pids whose parent is `parent`, read from /proc (a subreaper's orphans included)."""
-    me, kids = str(parent), list[int]()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return kids
-    for entry in entries:
-        if not entry.isdigit() or int(entry) in skip:
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read().decode(errors="replace")
-        except OSError:
-            continue
-        if stat[stat.rfind(")") + 2:].split()[1] == me:
-            kids.append(int(entry))
-    return kids
-
-
-def _kill_descendants() -> None:
-    """Basic tier: as child subreaper, kill every process reparented to us until none is left."""
-    for _ in range(200):
-        kids = _children_of(os.getpid())
-        if not kids:
-            return
-        for pid in kids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in kids:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-
-
-# ---------------------------------------------------------------- what runs inside a job
-
-
-def _send(fd: int, text: str) -> None:
-    """One record: a JSON array as text, length-prefixed (the parent decodes it strictly)."""
-    data = text.encode()
-    if _len(data) > MAX_RECORD_BYTES:
-        data = b'["big"]'
-    _write(fd, _len(data).to_bytes(4, "big") + data)
-
-
-_SEQ_TAGS: dict[type, str] = {list: '{"l":[', tuple: '{"t":[', set: '{"s":[', frozenset: '{"fs":['}
-
-
-def _enc(v: typing.Any, depth: int = 0) -> str:
-    """Plain data only (exact builtin types) as tagged JSON text; anything else raises, and the test
-    fails. Written without the json module, with references captured before any solution ran."""
-    if depth > 50:
-        raise ValueError("too deep")
-    t = _type(v)
-    if t is str:
-        return _esc(v)
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if t is int:
-        return '{"i":"' + _int_str(v) + '"}'
-    if t is float:
-        return '{"f":"' + _float_repr(v) + '"}'
-    if t is complex:
-        return '{"c":["' + _float_repr(v.real) + '","' + _float_repr(v.imag) + '"]}'
-    if t is bytes:
-        return '{"b":"' + _b64(v, newline=False).decode() + '"}'
-    if t is list or t is tuple or t is set or t is frozenset:
-        return _SEQ_TAGS[t] + ",".join([_enc(x, depth + 1) for x in v]) + "]}"
-    if t is dict:
-        return '{"d":[' + ",".join(["[" + _enc(k, depth + 1) + "," + _enc(x, depth + 1) + "]"
-                                    for k, x in dict.items(v)]) + "]}"
-    raise TypeError(f"not plain data: {t.__name__}")
-
-
-def _plain(v: typing.Any, depth: int = 0) -> bool:
-    t = _type(v)
-    if v is None or t in (bool, str, int, float, complex, bytes):
-        return True
-    if depth > 50:
-        return False
-    if t in (list, tuple, set, frozenset):
-        return all(_plain(x, depth + 1) for x in v)
-    if t is dict:
-        return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in dict.items(v))
-    return False
-
-
-def _lf_cmp(op: str, a: object, b: object) -> bool:
-    """A comparison that refuses anything but plain data (always-equal objects, int subclasses)."""
-    if not (_plain(a) and _plain(b)):
-        raise AssertionError("comparison of values that are not plain data")
-    if op == "==":
-        return a == b
-    if op == "!=":
-        return a != b
-    if op == "<":
-        return a < b  # type: ignore[operator]
-    if op == "<=":
-        return a <= b  # type: ignore[operator]
-    if op == ">":
-        return a > b  # type: ignore[operator]
-    if op == ">=":
-        return a >= b  # type: ignore[operator]
-    if op == "in":
-        return a in b  # type: ignore[operator]
-    if op == "not in":
-        return a not in b  # type: ignore[operator]
-    if op == "is":
-        return a is b
-    if op == "is not":
-        return a is not b
-    raise AssertionError(f"unknown comparison {op}")
-
-
-def _lf_truth(v: object) -> bool:
-    if _type(v) is bool:
-        return v is True
-    if not _plain(v):
-        raise AssertionError("truth value of something that is not plain data")
-    return bool(v)
-
-
-def _run_solution_then_tests(job: dict, rfd: int) -> None:
-    """The solution runs first, then each test; probe values and markers go to the record pipe."""
-    g: dict = {"__name__": "__main__", "__builtins__": builtins}
-    try:
-        _exec(_compile(job["solution"], "<solution>", "exec"), g)
-    except _BaseException as exc:  # noqa: BLE001 - a solution may raise anything, SystemExit included
-        _send(rfd, '["s",' + _esc(_type(exc).__name__) + "]")
-    for ti, steps in enumerate(job["tests"]):
-        g["__lf_cmp"], g["__lf_truth"] = _lf_cmp, _lf_truth
-        failed = False
-        for si, step in enumerate(steps):
-            if step[0] == "exec":
-                try:
-                    _exec(_compile(step[1], f"<test {ti}>", "exec"), g)
-                except _BaseException as exc:  # noqa: BLE001
-                    _send(rfd, f'["x",{ti},{si},' + _esc(_type(exc).__name__) + "]")
-                    failed = True
-                    break
-            else:
-                out = []
-                for src in step[1]:
-                    try:
-                        out.append('["ok",' + _enc(_eval(_compile(src, f"<test {ti}>", "eval"), g)) + "]")
-                    except _BaseException as exc:  # noqa: BLE001
-                        out.append('["err",' + _esc(_type(exc).__name__) + "]")
-                _send(rfd, f'["v",{ti},{si},[' + ",".join(out) + "]]")
-        if not failed:
-            _send(rfd, f'["d",{ti}]')
-
-
-def _run_io_cases(job: dict, rfd: int, devnull: int) -> None:
-    """Each stdin case runs the solution in a fresh child; its stdout (capped) goes to the parent."""
-    cap = int(job["limits"]["output_bytes"])
-    for ci, stdin_text in enumerate(job["inputs"]):
-        path = f"in{ci}.txt"
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(stdin_text)
-        out_r, out_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setpgid(0, 0)
-                fd = os.open(path, os.O_RDONLY)
-                os.dup2(fd, 0)
-                os.dup2(out_w, 1)
-                os.dup2(devnull, 2)
-                _close_fds_except(set())
-                sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-                sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-                sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-                g = {"__name__": "__main__", "__builtins__": builtins}
-                with contextlib.suppress(SystemExit):
-                    _exec(_compile(job["solution"], "<solution>", "exec"), g)
-                sys.stdout.flush()
-                _exit(0)
-            except _BaseException:  # noqa: BLE001
-                with contextlib.suppress(_BaseException):
-                    sys.stdout.flush()
-                _exit(1)
-        os.close(out_w)
-        chunks: list[bytes] = []
-        total, truncated, status = 0, False, None
-        os.set_blocking(out_r, False)
-        while True:
-            try:
-                data = os.read(out_r, 65536)
-            except BlockingIOError:
-                data = None
-            if data:
-                total += len(data)
-                if total > cap:
-                    truncated = True
-                    break
-                chunks.append(data)
-                continue
-            if data == b"":
-                break
-            done, st = os.waitpid(pid, os.WNOHANG)
-            if done:
-                status = st
-                try:
-                    while True:
-                        more = os.read(out_r, 65536)
-                        if not more:
-                            break
-                        total += len(more)
-                        if total > cap:
-                            truncated = True
-                            break
-                        chunks.append(more)
-                except BlockingIOError:
-                    pass
-                break
-            time.sleep(0.001)
-        os.close(out_r)
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
-        if status is None:
-            try:
-                _, status = os.waitpid(pid, 0)
-            except ChildProcessError:
-                status = 0
-        code = os.waitstatus_to_exitcode(status) if status is not None else -1
-        text = b"".join(chunks).decode("utf-8", errors="replace")
-        _send(rfd, f'["o",{ci},' + _esc(text) + "," + ("true" if truncated else "false") + f",{code}]")
-        os.unlink(path)
-
-
-_DEVNULL = [-1]  # opened once in the zygote
-
-
-def _clean_env(home: str) -> dict[str, str]:
-    return {"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8"}
-
-
-def _job_body(job: dict, rfd: int, tier: str) -> None:
-    """Runs in the job's first process (pid 1 of the job's pid namespace in the namespaces tier)."""
-    limits = job["limits"]
-    if tier == "namespaces":
-        # Every mount of the pool is private (checked once, _assert_private_mounts): these two never
-        # propagate out of the job's own mount namespace.
-        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-               f"size={int(limits['disk_mb'])}m,nr_inodes=4096,mode=1777")
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        workdir = "/tmp"  # HOME, TMPDIR and the rest of the environment were set once in the zygote
-        _drop_capabilities()
-    else:
-        workdir = job["workdir"]
-        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        if os.geteuid() == 0:
-            uid = int(job["uid"])
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-    os.chdir(workdir)
-    if tier != "namespaces":
-        os.environ.clear()
-        os.environ.update(_clean_env(workdir))
-    devnull = _DEVNULL[0]
-    # The zygote's stdin/stdout are its channel to the parent: no job process keeps them.
-    for fd in (0, 1, 2):
-        os.dup2(devnull, fd)
-    with contextlib.suppress(OSError):  # out of memory, the kernel kills jobs before anything else
-        _write_file("/proc/self/oom_score_adj", "1000")
-    # Non-dumpable: no other process of the job may open our /proc/<pid>/mem (inherited by forks).
-    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    _set_rlimits(limits)  # the seccomp filter is the zygote's own, inherited by every job
-    _close_fds_except({rfd, devnull})
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    if job["mode"] == "io":
-        _run_io_cases(job, rfd, devnull)
-    else:
-        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-        _run_solution_then_tests(job, rfd)
-    if tier != "namespaces":
-        _kill_descendants()
-
-
-def _job_child(job: dict, w: int, tier: str) -> typing.NoReturn:
-    """A job's first process, just forked (by the zygote or the forker): never returns."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    os.setsid()
-    _libc.prctl(PR_SET_NAME, b"llmft-job", 0, 0, 0)
-    if tier == "namespaces":
-        # Its new user namespace maps only its root, to ours: the one mapping a process may write for
-        # itself (with setgroups denied), so no parent has to write it and signal the child to go on.
-        _map_ids_self(0, 0)
-    _job_body(job, w, tier)
-    _exit(0)
 
 
 def _write_all(fd: int, data: bytes) -> None:
