@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import EXIT_UNUSABLE, BriefError, UnusableInput, render_errors
 
 
@@ -30,7 +31,7 @@ def fail_brief(errors: list[BriefError], brief_path: Path, as_json: bool = False
     sys.exit(EXIT_UNUSABLE)
 
 
-def load_checked_brief(path: str, as_json: bool = False) -> Any:
+def load_checked_brief(path: str, as_json: bool = False) -> Brief:
     """A valid Brief, or exit 2 with every error printed."""
     from llm_finetuning.brief import load_brief
 
@@ -38,6 +39,6 @@ def load_checked_brief(path: str, as_json: bool = False) -> Any:
         brief, errors = load_brief(path)
     except UnusableInput as exc:
         fail_unusable(exc, as_json)
-    if errors:
+    if brief is None:
         fail_brief(errors, Path(path), as_json)
     return brief

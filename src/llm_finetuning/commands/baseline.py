@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.commands._common import fail_unusable, load_checked_brief
 from llm_finetuning.errors import UnusableInput
 
@@ -46,7 +47,7 @@ def backend_options(f: Any) -> Any:
     return f
 
 
-def build_record(brief: Any, run: Any, purpose: str = "training") -> tuple[dict[str, Any], Any]:
+def build_record(brief: Brief, run: Any, purpose: str = "training") -> tuple[dict[str, Any], Any]:
     """The baseline record (through `records.baseline.make_baseline`) and the verdict of a scored run.
 
     `purpose` is `training` (the record the gate judges) or `evaluation` (another decoding setting).

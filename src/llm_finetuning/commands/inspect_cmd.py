@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.commands._common import fail_unusable, load_checked_brief
 from llm_finetuning.commands.baseline import backend_options
 from llm_finetuning.errors import UnusableInput
@@ -33,7 +34,7 @@ def pool_shape(n_rows: int, samples: int) -> tuple[int, int]:
     return n_prompts, k
 
 
-def build_samples(brief: Any, run: Any, samples: int) -> list[dict[str, Any]]:
+def build_samples(brief: Brief, run: Any, samples: int) -> list[dict[str, Any]]:
     """The chosen samples in the shape `records.inspection.create_inspection` stores."""
     from llm_finetuning.rewards import reward_names
     from llm_finetuning.sampling.metrics import is_success, verifier_names

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import read_json_or_none
 
 
 @dataclass
 class Evidence:
-    brief: Any
+    brief: Brief
     label: str  # "final" or "checkpoint-<step>"
     step: int | None
     checkpoint_sha256: str
@@ -57,7 +58,7 @@ def training_figures(run_dir: Path) -> dict[str, Any]:
             "kl_last": rows[-1].get("kl"), "elapsed_s": rows[-1].get("elapsed_s")}
 
 
-def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_sha256: str, adapter: bool,
+def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint_sha256: str, adapter: bool,
            merged: bool, dtype: str, base_model: str) -> Evidence:
     """Everything the card states, each piece verified where the project can verify it."""
     from llm_finetuning.gate import run_gate

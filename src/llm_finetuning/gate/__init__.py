@@ -11,8 +11,8 @@ Pure: imports no torch, transformers, trl, vllm or jsonschema on the fast path.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult, GateReport
 
 GATE_VERSION = 1
@@ -47,7 +47,7 @@ def run_gate(brief_path: Path) -> GateReport:
     return report
 
 
-def gate_fingerprint(brief: Any) -> str:
+def gate_fingerprint(brief: Brief) -> str:
     """sha256 over what a passing gate trusted: the brief's text, every record file (baseline, inspection
     and its samples, judge calibration), and the reward specs and source files. Any change changes it."""
     from llm_finetuning.fileio import sha256_file_or_none, sha256_json

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
 from llm_finetuning.render.manifest import brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
@@ -34,7 +35,7 @@ class VerifiedRun:
 
     run_dir: Path
     manifest: dict[str, Any]
-    brief: Any
+    brief: Brief
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -58,7 +59,7 @@ def vllm_problem(generation: str) -> str | None:
     return f"{problem}; or set `hardware.generation: transformers` in the brief (slower generation), then render again."
 
 
-def _gate_problems(bpath: Path, brief: Any, manifest: dict[str, Any]) -> list[str]:
+def _gate_problems(bpath: Path, brief: Brief, manifest: dict[str, Any]) -> list[str]:
     from llm_finetuning.gate import gate_fingerprint, run_gate
 
     report = run_gate(bpath)

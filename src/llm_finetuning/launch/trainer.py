@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL
@@ -230,7 +231,7 @@ def _trainer_class() -> Any:
     return RunTrainer
 
 
-def _resolve_model(brief: Any) -> tuple[str, Any]:
+def _resolve_model(brief: Brief) -> tuple[str, Any]:
     """(path for from_pretrained, resolved model). Embedded and GGUF models are dequantised once."""
     from llm_finetuning.models import resolve_model
 
@@ -266,7 +267,7 @@ def _prepare_dataset(dataset: Any, data: dict[str, Any], tokenizer: Any) -> Any:
     return dataset
 
 
-def _held_out_evaluator(brief: Any, run_dir: Path, training_args: Any) -> Any:
+def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any) -> Any:
     """The brief's held_out_eval as an evaluator, or None (off, or a run of several processes, said once)."""
     from llm_finetuning.errors import UnusableInput
     from llm_finetuning.evaluation.during import HeldOutEvaluator
@@ -294,7 +295,7 @@ def _load_tokenizer(resolved: Any) -> Any:
     return tok
 
 
-def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str] | None = None,
+def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[str] | None = None,
           progress: bool = True) -> TrainOutcome:
     """Train the verified run in `run_dir` in this process (one of several under accelerate, or alone)."""
     run_dir = Path(run_dir).resolve()

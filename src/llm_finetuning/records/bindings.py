@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import llm_finetuning
+from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import (
     atomic_write_json,
     cache_dir,
@@ -135,7 +136,7 @@ def data_binding(data: dict[str, Any], brief_folder: Path) -> tuple[str, str]:
     return ref, sha256_bytes(f"hub:{ref}:{data.get('split', 'train')}".encode())
 
 
-def current_bindings(brief: Any, model_identity: str | None) -> dict[str, Any]:
+def current_bindings(brief: Brief, model_identity: str | None) -> dict[str, Any]:
     """The bindings a record written now for `brief` would carry (shared by baseline and inspection)."""
     rewards = list(brief.data.get("rewards", []))
     bound = reward_bindings(rewards, brief.folder)

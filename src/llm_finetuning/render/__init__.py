@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from llm_finetuning import __version__
+from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import atomic_write_text, sha256_file
 from llm_finetuning.render.manifest import MANIFEST, build_manifest
 from llm_finetuning.render.plan import (
@@ -116,7 +117,7 @@ class RenderResult:
     manifest: dict[str, Any]
 
 
-def render_run(brief: Any, run_dir: Path, gate_fingerprint: str,
+def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str,
                recommend: dict[str, Any] | None = None) -> RenderResult:
     """Write the run directory for `brief` (which passed the gate) and its manifest; RenderError if TRL could not run it."""
     run_dir = Path(run_dir)
