@@ -61,7 +61,7 @@ def training_figures(run_dir: Path) -> dict[str, Any]:
 def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint_sha256: str, adapter: bool,
            merged: bool, dtype: str, base_model: str) -> Evidence:
     """Everything the card states, each piece verified where the project can verify it."""
-    from llm_finetuning.gate import run_gate
+    from llm_finetuning.gate import gate_brief
     from llm_finetuning.records.baseline import load_baseline
 
     ev = Evidence(brief, label, step, checkpoint_sha256, adapter, merged, dtype, base_model)
@@ -74,7 +74,7 @@ def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint
     if inspection is not None and isinstance(inspection.get("review"), dict):
         ev.inspection_review = inspection["review"]
     try:
-        report = run_gate(brief.path)
+        report = gate_brief(brief)
         ev.gate_passed = report.passed
         ev.gate_lines = [c.line() for c in report.checks if c.verdict != "pass"]
     except UnusableInput as exc:
@@ -93,7 +93,7 @@ def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint
         try:
             from llm_finetuning.diagnose import diagnose_run
 
-            diagnosis = diagnose_run(run_dir, brief.path)
+            diagnosis = diagnose_run(run_dir, brief)
         except UnusableInput as exc:
             ev.diagnosis_note = f"no diagnosis: {exc.reason}"
     ev.diagnosis = diagnosis
