@@ -22,6 +22,7 @@ from llm_finetuning.fileio import (
     sha256_json,
     stat_key,
 )
+from llm_finetuning.records.problem import Problem
 from llm_finetuning.rewards.registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
@@ -154,10 +155,8 @@ def current_bindings(brief: Brief, model_identity: str | None) -> dict[str, Any]
 
 
 def stale_problems(stored: dict[str, Any], current: dict[str, Any], fix: str,
-                   check_identity: bool, check_data: bool = False) -> list[Any]:
+                   check_identity: bool, check_data: bool = False) -> list[Problem]:
     """Problems naming exactly what changed between a record's bindings and the brief's now."""
-    from llm_finetuning.records.problem import Problem
-
     problems: list[Problem] = []
     old_rewards = {b.get("name"): b for b in stored.get("rewards", []) if isinstance(b, dict)}
     new_rewards = {b["name"]: b for b in current["rewards"]}

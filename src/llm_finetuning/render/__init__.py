@@ -12,7 +12,7 @@ import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -28,6 +28,9 @@ from llm_finetuning.render.plan import (
     RunPlan,
     build_plan,
 )
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = ["RenderError", "RenderResult", "RunPlan", "build_plan", "render_files", "render_run", "to_yaml"]
 
@@ -55,7 +58,7 @@ def _sh_args(args: list[Any]) -> str:
     return " ".join(shlex.quote(str(a)) for a in args)
 
 
-def _env() -> Any:
+def _env() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(

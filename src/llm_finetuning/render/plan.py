@@ -271,8 +271,8 @@ def _steps_per_generation(grpo: dict[str, Any], overrides: dict[str, Any]) -> in
         return int(overrides["steps_per_generation"])
     if grpo["variant"] == "gspo":
         # GSPO's sequence ratio only matters off-policy: 4 optimizer steps per generation (paper v2, 5.1).
-        return 4 * grpo["gradient_accumulation_steps"]
-    return grpo["gradient_accumulation_steps"]
+        return 4 * int(grpo["gradient_accumulation_steps"])
+    return int(grpo["gradient_accumulation_steps"])
 
 
 def _model_ref(brief: Brief, run_dir: Path) -> str:
