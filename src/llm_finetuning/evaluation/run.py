@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL  # where diagnose reads held-out scores
@@ -27,6 +27,9 @@ from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_fo
 from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, utc_now
 from llm_finetuning.records.baseline import Decoding
 from llm_finetuning.sampling.backend import SamplingSettings
+
+if TYPE_CHECKING:
+    from llm_finetuning.sampling.run import SamplingRun
 
 FORMAT = "llm-finetuning/eval@1"
 EVAL_JSON = "eval.json"
@@ -58,7 +61,7 @@ class Sampled:
     template_sha256: str | None
 
 
-def load_run_brief(run_dir: Path) -> Any:
+def load_run_brief(run_dir: Path) -> Brief:
     """The brief a rendered run was made from (through its manifest)."""
     from llm_finetuning.brief import load_brief
     from llm_finetuning.render.manifest import brief_path, load_manifest
@@ -165,7 +168,7 @@ def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Deco
                     system_prompt or "", template.get("sha256"), base, notes=notes, baseline_flag=flag)
 
 
-def brief_with_model(brief: Brief, folder: Path) -> Any:
+def brief_with_model(brief: Brief, folder: Path) -> Brief:
     """The brief with model.id pointed at a local model folder (the same data, rewards and settings)."""
     data = copy.deepcopy(brief.data)
     data["model"] = {**data["model"], "id": str(Path(folder).resolve()), "gguf_file": None, "revision": None}
@@ -186,7 +189,7 @@ def sample_successes(brief: Brief, plan: EvalPlan, desc: str, backend: str = "au
     return Sampled(successes, run.seconds, run.backend, template)
 
 
-def scored_successes(brief: Brief, run: Any) -> list[int]:
+def scored_successes(brief: Brief, run: SamplingRun) -> list[int]:
     """Score a sampling run with the brief's rewards; the successes of each prompt (verifier rewards all 1)."""
     from llm_finetuning.rewards import reward_names
     from llm_finetuning.sampling.metrics import is_success, verifier_names

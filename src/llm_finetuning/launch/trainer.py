@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
@@ -34,6 +34,9 @@ from llm_finetuning.launch.checkpoints import (
     set_aside_incomplete,
     start_problem,
 )
+
+if TYPE_CHECKING:
+    from llm_finetuning.evaluation.during import HeldOutEvaluator
 
 METRICS = "metrics.jsonl"
 COMPLETIONS = "completions.jsonl"
@@ -267,7 +270,7 @@ def _prepare_dataset(dataset: Any, data: dict[str, Any], tokenizer: Any) -> Any:
     return dataset
 
 
-def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any) -> Any:
+def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any) -> HeldOutEvaluator | None:
     """The brief's held_out_eval as an evaluator, or None (off, or a run of several processes, said once)."""
     from llm_finetuning.errors import UnusableInput
     from llm_finetuning.evaluation.during import HeldOutEvaluator
