@@ -50,6 +50,7 @@ LAYERS: dict[str, set[str]] = {
     "brief": {"rewards.registry"},
     "rewards.registry": set(),
     "records": {
+        "brief",  # the loaded Brief its functions take: a record binds the brief's rewards, data and model
         "rewards.registry", "rewards.sources",  # the inspection binds every reward's name and source code
         "rewards.explain",  # a sample's one-line explanation shown at review
     },
@@ -59,7 +60,8 @@ LAYERS: dict[str, set[str]] = {
     },
     "rewards": {
         "rewards.registry",  # the implementations take their names and argument defaults from the registry
-        "brief.docgen",  # the reward page is generated with the brief page's schema helpers
+        "brief",  # the loaded Brief that build_reward_funcs and score_rows take; brief.docgen's schema helpers
+                  # generate the reward page as they do the brief page
         "models",  # length_penalty counts tokens with the policy's tokenizer
         "sandbox",  # unit_tests runs untrusted code only inside the sandbox
         "records.judge_calibration",  # calibrate-judge's scoring fills an entry of the judge calibration record
@@ -94,6 +96,7 @@ LAYERS: dict[str, set[str]] = {
     },
     "export": {
         "evaluation", "records", "models",
+        "brief",  # the run's loaded Brief, which the model card describes
         "gate", "diagnose",  # the model card's evidence: the gate's verdicts and the run's diagnosis
     },
     "models": set(),

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief.defaults import apply_defaults, recipe_defaults, schema
+from llm_finetuning.errors import BriefError
 from llm_finetuning.fileio import sha256_bytes
 
 RECIPE_LEARNING_RATE = 5e-7
@@ -49,7 +50,7 @@ class Brief:
         return self.resolve(self.data.get("output_dir") or f"runs/{self.name}")
 
 
-def load_brief(path: str | Path) -> tuple[Brief | None, list[Any]]:
+def load_brief(path: str | Path) -> tuple[Brief | None, list[BriefError]]:
     """Load, validate and default a brief. Returns (brief, errors); brief is None when errors exist.
 
     Raises `UnusableInput` when the file cannot be read as YAML at all.

@@ -22,11 +22,11 @@ class _BriefLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D401
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
             raise yaml.MarkedYAMLError(
                 None, None, "anchors and aliases (*name) are not allowed in a brief", event.start_mark
             )
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
         anchor = getattr(event, "anchor", None)
         if anchor is not None:
             raise yaml.MarkedYAMLError(

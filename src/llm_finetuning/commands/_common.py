@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import EXIT_UNUSABLE, BriefError, UnusableInput, render_errors
 
 
@@ -30,14 +31,22 @@ def fail_brief(errors: list[BriefError], brief_path: Path, as_json: bool = False
     sys.exit(EXIT_UNUSABLE)
 
 
-def load_checked_brief(path: str, as_json: bool = False) -> Any:
-    """A valid Brief, or exit 2 with every error printed."""
-    from llm_finetuning.brief import load_brief
+def load_checked_brief(path: str | Path, as_json: bool = False, *, for_gate: bool = False) -> Brief:
+    """A valid Brief, or exit 2 with every error printed. The verb loads its brief once, here, and passes it down.
 
+    `for_gate`: through the gate's loader, which skips the schema validation for a brief that passed it
+    before and nothing it names changed (`gate.fastload`); for the verbs that gate what they load."""
     try:
-        brief, errors = load_brief(path)
+        if for_gate:
+            from llm_finetuning.gate.fastload import load_brief_for_gate
+
+            brief, errors = load_brief_for_gate(Path(path))
+        else:
+            from llm_finetuning.brief import load_brief
+
+            brief, errors = load_brief(path)
     except UnusableInput as exc:
         fail_unusable(exc, as_json)
-    if errors:
+    if brief is None:
         fail_brief(errors, Path(path), as_json)
     return brief

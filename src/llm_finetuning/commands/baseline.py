@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.commands._common import fail_unusable, load_checked_brief
 from llm_finetuning.errors import UnusableInput
+
+if TYPE_CHECKING:
+    from llm_finetuning.sampling.metrics import Verdict
+    from llm_finetuning.sampling.run import SamplingRun
 
 DEFAULT_PROMPTS = 32
 
@@ -46,7 +51,7 @@ def backend_options(f: Any) -> Any:
     return f
 
 
-def build_record(brief: Any, run: Any, purpose: str = "training") -> tuple[dict[str, Any], Any]:
+def build_record(brief: Brief, run: SamplingRun, purpose: str = "training") -> tuple[dict[str, Any], Verdict]:
     """The baseline record (through `records.baseline.make_baseline`) and the verdict of a scored run.
 
     `purpose` is `training` (the record the gate judges) or `evaluation` (another decoding setting).

@@ -12,14 +12,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.commands._common import fail_unusable, load_checked_brief
 from llm_finetuning.commands.baseline import backend_options
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.records.inspection import MAX_SAMPLES, MIN_SAMPLES
+
+if TYPE_CHECKING:
+    from llm_finetuning.sampling.run import SamplingRun
 
 DEFAULT_SAMPLES = 64
 POOL_FACTOR = 2  # candidates sampled per kept sample, so the selection can spread over reward values
@@ -33,7 +37,7 @@ def pool_shape(n_rows: int, samples: int) -> tuple[int, int]:
     return n_prompts, k
 
 
-def build_samples(brief: Any, run: Any, samples: int) -> list[dict[str, Any]]:
+def build_samples(brief: Brief, run: SamplingRun, samples: int) -> list[dict[str, Any]]:
     """The chosen samples in the shape `records.inspection.create_inspection` stores."""
     from llm_finetuning.rewards import reward_names
     from llm_finetuning.sampling.metrics import is_success, verifier_names

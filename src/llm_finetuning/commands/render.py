@@ -34,11 +34,11 @@ def _recommend(report: GateReport) -> tuple[dict[str, Any], str]:
 def command(brief: Path, run_dir: Path, as_json: bool) -> None:
     """Run the Phase 1 gate on BRIEF, then write RUN_DIR: grpo_config.yaml (TRL GRPOConfig and `trl grpo`),
     accelerate.yaml, launch.sh, rewards_entry.py, sbatch.sh (several nodes) and manifest.json."""
-    loaded = load_checked_brief(str(brief), as_json)
-    from llm_finetuning.gate import gate_fingerprint, run_gate
+    loaded = load_checked_brief(brief, as_json, for_gate=True)
+    from llm_finetuning.gate import gate_brief, gate_fingerprint
 
     try:
-        report = run_gate(brief)
+        report = gate_brief(loaded, brief)
     except UnusableInput as exc:
         fail_unusable(exc, as_json)
     if not report.passed:

@@ -13,14 +13,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.diagnose.context import RunContext, load_context
 from llm_finetuning.diagnose.report import diagnosis_json, diagnosis_record, render_text
 from llm_finetuning.diagnose.rules import FINDING_IDS, RULES, Finding, diagnose
 from llm_finetuning.diagnose.trajectory import Series, Trajectory, load_trajectory
 
 
-def diagnose_run(run_dir: str | Path, brief: str | Path | None = None) -> dict[str, Any]:
-    """The `--json` object for RUN_DIR (no file written). Raises `UnusableInput` when it cannot be read."""
+def diagnose_run(run_dir: str | Path, brief: Brief | str | Path | None = None) -> dict[str, Any]:
+    """The `--json` object for RUN_DIR (no file written); `brief` a loaded brief or its path. Raises
+    `UnusableInput` when it cannot be read."""
     return diagnosis_json(diagnose(load_trajectory(run_dir), load_context(run_dir, brief)))
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.diagnose.trajectory import (
     COMPLETIONS_FILE,
     Completion,
@@ -73,17 +74,21 @@ def model_config_is_moe(config: dict[str, Any]) -> bool:
 
 
 
-def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
+def _read_brief(ctx: RunContext, brief_path: Path) -> Brief | None:
+    """The brief at `brief_path`, or None with a note saying why diagnose goes on without it."""
     from llm_finetuning.brief import load_brief
 
     try:
         brief, errors = load_brief(brief_path)
     except UnusableInput as exc:
         ctx.notes.append(f"brief {brief_path} unreadable: {exc.reason}")
-        return
+        return None
     if brief is None:
         ctx.notes.append(f"brief {brief_path} has {len(errors)} error(s); diagnosing from the metrics alone")
-        return
+    return brief
+
+
+def _apply_brief(ctx: RunContext, brief: Brief) -> None:
     data = brief.data
     ctx.brief_name, ctx.brief_sha256 = brief.name, brief.sha256
     grpo = data.get("grpo", {})
@@ -191,14 +196,20 @@ def read_eval(path: Path) -> tuple[list[int], list[float]]:
     return [steps[i] for i in order], [scores[i] for i in order]
 
 
-def load_context(run_dir: str | Path, brief: str | Path | None = None, eval_file: str | Path | None = None,
+def load_context(run_dir: str | Path, brief: Brief | str | Path | None = None, eval_file: str | Path | None = None,
                  architecture: str | None = None, correctness: list[str] | None = None) -> RunContext:
-    """Gather what is known about the run. Explicit arguments win over what the run directory says."""
+    """Gather what is known about the run. Explicit arguments (`brief`: a loaded brief or its path) win over what
+    the run directory says."""
     ctx = RunContext()
     root = Path(run_dir)
     root = root.parent if root.is_file() else root
     manifest = read_json_or_none(root / MANIFEST_FILE)
-    brief_path: Path | None = Path(brief) if brief else None
+    given: Brief | None = None
+    brief_path: Path | None = None
+    if isinstance(brief, Brief):
+        given, brief_path = brief, brief.path
+    elif brief:
+        brief_path = Path(brief)
     if isinstance(manifest, dict):
         brief_info = manifest.get("brief")
         info: dict[str, Any] = brief_info if isinstance(brief_info, dict) else {}
@@ -207,9 +218,11 @@ def load_context(run_dir: str | Path, brief: str | Path | None = None, eval_file
         if brief_path is None and isinstance(info.get("path"), str):
             brief_path = (root / info["path"]).resolve()
     if brief_path is not None:
-        if brief_path.is_file():
+        if given is not None or brief_path.is_file():
             manifest_sha = ctx.brief_sha256
-            _apply_brief(ctx, brief_path)
+            loaded = given if given is not None else _read_brief(ctx, brief_path)
+            if loaded is not None:
+                _apply_brief(ctx, loaded)
             if manifest_sha and ctx.brief_sha256 and manifest_sha != ctx.brief_sha256 and not brief:
                 ctx.notes.append("the brief changed since rendering; diagnosis.json records the manifest's sha256")
                 ctx.brief_sha256 = manifest_sha

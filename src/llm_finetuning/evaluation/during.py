@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.evaluation.paired import pass_figures
 from llm_finetuning.evaluation.run import EVAL_JSONL, EvalPlan, plan_eval, scored_successes
 
@@ -23,7 +24,7 @@ from llm_finetuning.evaluation.run import EVAL_JSONL, EvalPlan, plan_eval, score
 class HeldOutEvaluator:
     """Scores a model in memory on the plan's prompts; appends each result to RUN_DIR/eval.jsonl."""
 
-    def __init__(self, brief: Any, run_dir: Path, plan: EvalPlan, every_steps: int) -> None:
+    def __init__(self, brief: Brief, run_dir: Path, plan: EvalPlan, every_steps: int) -> None:
         from llm_finetuning.sampling.data import load_split
         from llm_finetuning.sampling.run import prompts_at
 
@@ -32,7 +33,7 @@ class HeldOutEvaluator:
         self.prompts = prompts_at(brief, self.split, plan.indices, plan.system_prompt)
 
     @classmethod
-    def from_brief(cls, brief: Any, run_dir: Path) -> HeldOutEvaluator | None:
+    def from_brief(cls, brief: Brief, run_dir: Path) -> HeldOutEvaluator | None:
         """The evaluator the brief asks for, or None when `held_out_eval.every_steps` is 0."""
         cfg = brief.data.get("held_out_eval") or {}
         every = int(cfg.get("every_steps") or 0)

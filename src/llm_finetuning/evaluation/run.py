@@ -17,8 +17,9 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL  # where diagnose reads held-out scores
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.paired import paired_difference, pass_figures
@@ -26,6 +27,9 @@ from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_fo
 from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, utc_now
 from llm_finetuning.records.baseline import Decoding
 from llm_finetuning.sampling.backend import SamplingSettings
+
+if TYPE_CHECKING:
+    from llm_finetuning.sampling.run import SamplingRun
 
 FORMAT = "llm-finetuning/eval@1"
 EVAL_JSON = "eval.json"
@@ -35,7 +39,7 @@ EVAL_JSON = "eval.json"
 class EvalPlan:
     """What both sides are sampled with: the baseline's prompts (rows of its split) and settings."""
 
-    brief: Any
+    brief: Brief
     record: dict[str, Any]
     record_path: Path
     split: str
@@ -57,7 +61,7 @@ class Sampled:
     template_sha256: str | None
 
 
-def load_run_brief(run_dir: Path) -> Any:
+def load_run_brief(run_dir: Path) -> Brief:
     """The brief a rendered run was made from (through its manifest)."""
     from llm_finetuning.brief import load_brief
     from llm_finetuning.render.manifest import brief_path, load_manifest
@@ -70,7 +74,7 @@ def load_run_brief(run_dir: Path) -> Any:
     return brief
 
 
-def _record_for(brief: Any, decoding: Decoding | None) -> tuple[Path, dict[str, Any], list[str]]:
+def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, dict[str, Any], list[str]]:
     """The baseline record to evaluate against (verified), and notes: the one measured at `decoding` when
     it is there and current, else the training one (records.baseline)."""
     from llm_finetuning.models import model_identity
@@ -102,7 +106,7 @@ def _record_for(brief: Any, decoding: Decoding | None) -> tuple[Path, dict[str, 
     return training, load_baseline(training), notes
 
 
-def plan_eval(brief: Any, n_prompts: int | None, k: int | None, decoding: Decoding | None = None) -> EvalPlan:
+def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Decoding | None = None) -> EvalPlan:
     """The baseline record (verified against the brief) and the prompts and settings it was measured with.
 
     `decoding` (a `records.baseline.Decoding`, from --temperature/--greedy) replaces the record's
@@ -164,14 +168,14 @@ def plan_eval(brief: Any, n_prompts: int | None, k: int | None, decoding: Decodi
                     system_prompt or "", template.get("sha256"), base, notes=notes, baseline_flag=flag)
 
 
-def brief_with_model(brief: Any, folder: Path) -> Any:
+def brief_with_model(brief: Brief, folder: Path) -> Brief:
     """The brief with model.id pointed at a local model folder (the same data, rewards and settings)."""
     data = copy.deepcopy(brief.data)
     data["model"] = {**data["model"], "id": str(Path(folder).resolve()), "gguf_file": None, "revision": None}
     return replace(brief, data=data)
 
 
-def sample_successes(brief: Any, plan: EvalPlan, desc: str, backend: str = "auto", endpoint: str | None = None,
+def sample_successes(brief: Brief, plan: EvalPlan, desc: str, backend: str = "auto", endpoint: str | None = None,
                      endpoint_model: str | None = None) -> Sampled:
     """Per-prompt successes of `brief`'s model on the plan's prompts and settings (progress on stderr)."""
     from llm_finetuning.sampling.chat import chat_template_identity
@@ -185,7 +189,7 @@ def sample_successes(brief: Any, plan: EvalPlan, desc: str, backend: str = "auto
     return Sampled(successes, run.seconds, run.backend, template)
 
 
-def scored_successes(brief: Any, run: Any) -> list[int]:
+def scored_successes(brief: Brief, run: SamplingRun) -> list[int]:
     """Score a sampling run with the brief's rewards; the successes of each prompt (verifier rewards all 1)."""
     from llm_finetuning.rewards import reward_names
     from llm_finetuning.sampling.metrics import is_success, verifier_names
@@ -245,7 +249,7 @@ def evaluate(run_dir: Path, which: str = "final", n_prompts: int | None = None, 
     return results
 
 
-def _evaluate_target(run_dir: Path, brief: Any, plan: EvalPlan, target: Target, backend: str,
+def _evaluate_target(run_dir: Path, brief: Brief, plan: EvalPlan, target: Target, backend: str,
                      endpoint: str | None, endpoint_model: str | None) -> dict[str, Any]:
     folder = target.folder if endpoint else sampling_folder(target, brief, run_dir)
     desc = f"Held-out ({target.label})"

@@ -13,8 +13,8 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import folder_swap
 from llm_finetuning.launch.checkpoints import checkpoints, is_complete
@@ -119,7 +119,7 @@ def copy_tokenizer(source: Path, dest: Path) -> bool:
     return bool(found)
 
 
-def merge_adapter(adapter_dir: Path, brief: Any, out: Path, dtype: str = "float32") -> Path:
+def merge_adapter(adapter_dir: Path, brief: Brief, out: Path, dtype: str = "float32") -> Path:
     """The LoRA adapter in `adapter_dir` merged into the brief's base model, saved (with the tokenizer) as a
     plain checkpoint at `out`. Written to a temporary sibling and renamed, so a crash leaves no half folder."""
     import torch
@@ -141,7 +141,7 @@ def merge_adapter(adapter_dir: Path, brief: Any, out: Path, dtype: str = "float3
     return out
 
 
-def sampling_folder(target: Target, brief: Any, run_dir: Path) -> Path:
+def sampling_folder(target: Target, brief: Brief, run_dir: Path) -> Path:
     """A folder every backend loads for `target`: the saved folder itself, or its adapter merged (cached)."""
     if not target.adapter:
         if not any((target.folder / name).is_file() for name in TOKENIZER_FILES):

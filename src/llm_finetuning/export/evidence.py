@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import read_json_or_none
 
 
 @dataclass
 class Evidence:
-    brief: Any
+    brief: Brief
     label: str  # "final" or "checkpoint-<step>"
     step: int | None
     checkpoint_sha256: str
@@ -57,10 +58,10 @@ def training_figures(run_dir: Path) -> dict[str, Any]:
             "kl_last": rows[-1].get("kl"), "elapsed_s": rows[-1].get("elapsed_s")}
 
 
-def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_sha256: str, adapter: bool,
+def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint_sha256: str, adapter: bool,
            merged: bool, dtype: str, base_model: str) -> Evidence:
     """Everything the card states, each piece verified where the project can verify it."""
-    from llm_finetuning.gate import run_gate
+    from llm_finetuning.gate import gate_brief
     from llm_finetuning.records.baseline import load_baseline
 
     ev = Evidence(brief, label, step, checkpoint_sha256, adapter, merged, dtype, base_model)
@@ -73,7 +74,7 @@ def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_s
     if inspection is not None and isinstance(inspection.get("review"), dict):
         ev.inspection_review = inspection["review"]
     try:
-        report = run_gate(brief.path)
+        report = gate_brief(brief)
         ev.gate_passed = report.passed
         ev.gate_lines = [c.line() for c in report.checks if c.verdict != "pass"]
     except UnusableInput as exc:
@@ -92,7 +93,7 @@ def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_s
         try:
             from llm_finetuning.diagnose import diagnose_run
 
-            diagnosis = diagnose_run(run_dir, brief.path)
+            diagnosis = diagnose_run(run_dir, brief)
         except UnusableInput as exc:
             ev.diagnosis_note = f"no diagnosis: {exc.reason}"
     ev.diagnosis = diagnosis

@@ -13,8 +13,8 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.targets import (
     Target,
@@ -66,7 +66,7 @@ def prepare_dest(dest: Path, force: bool) -> None:
                             "-o")
 
 
-def base_model_name(brief: Any) -> str:
+def base_model_name(brief: Brief) -> str:
     """What the card and an adapter's config name as the base: the hub id, or the local model as the brief names it."""
     return str(brief.section("model").get("id"))
 
@@ -79,7 +79,7 @@ def _save_full(source: Path, tmp: Path, dtype: str) -> None:
     model.save_pretrained(tmp)
 
 
-def _copy_adapter(target: Target, tmp: Path, brief: Any) -> None:
+def _copy_adapter(target: Target, tmp: Path, brief: Brief) -> None:
     from llm_finetuning.models import resolve_model
 
     for name in ADAPTER_FILES:

@@ -1,9 +1,10 @@
 """The Phase 1 gate: every check on a brief, each with an id, a verdict, the YAML path, the reason and the fix.
 
-`run_gate(brief_path)` loads the brief (with a cached fast path for briefs that were valid before), loads
-the records and facts every check needs once (`gate.context`), then runs the checks registered in
-`gate.checks` in order. Checks never read files. `gate_fingerprint(brief)` binds a render and a launch
-to the exact brief, records and reward code the gate saw.
+`run_gate(brief_path)` loads the brief (with a cached fast path for briefs that were valid before) and gates
+it; a verb that loaded the brief itself calls `gate_brief(brief)`. The gate loads the records and facts every
+check needs once (`gate.context`), then runs the checks registered in `gate.checks` in order. Checks never
+read files. `gate_fingerprint(brief)` binds a render and a launch to the exact brief, records and reward code
+the gate saw.
 
 Pure: imports no torch, transformers, trl, vllm or jsonschema on the fast path.
 """
@@ -11,19 +12,18 @@ Pure: imports no torch, transformers, trl, vllm or jsonschema on the fast path.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult, GateReport
 
 GATE_VERSION = 1
 
-__all__ = ["CheckResult", "GateReport", "run_gate", "gate_fingerprint", "PASS", "FAIL", "WARN"]
+__all__ = ["CheckResult", "GateReport", "run_gate", "gate_brief", "gate_fingerprint", "PASS", "FAIL", "WARN"]
 
 
 def run_gate(brief_path: Path) -> GateReport:
     """Run every check on the brief at `brief_path`. Raises UnusableInput when it cannot be read at all."""
-    from llm_finetuning.gate.checks import CHECKS, brief_is_valid
-    from llm_finetuning.gate.context import load_context
+    from llm_finetuning.gate.checks import brief_is_valid
     from llm_finetuning.gate.fastload import load_brief_for_gate
 
     brief, errors = load_brief_for_gate(Path(brief_path))
@@ -33,8 +33,18 @@ def run_gate(brief_path: Path) -> GateReport:
             "brief_is_valid", FAIL, "", "the other checks run once the brief is valid",
             f"fix the errors above (`finetune check {brief_path}` lists the same), then run the gate again"))
         return report
+    return gate_brief(brief, brief_path)
+
+
+def gate_brief(brief: Brief, shown_path: str | Path | None = None) -> GateReport:
+    """Run every check on a loaded, valid brief; the report names it as `shown_path` (as the user typed it),
+    else by its path."""
+    from llm_finetuning.gate.checks import CHECKS
+    from llm_finetuning.gate.context import load_context
+
     ctx = load_context(brief)
-    report = GateReport(str(brief_path), brief.name, memory=ctx.memory, memory_problem=ctx.memory_problem)
+    report = GateReport(str(brief.path if shown_path is None else shown_path), brief.name, memory=ctx.memory,
+                        memory_problem=ctx.memory_problem)
     for check_id, check in CHECKS:
         try:
             report.checks.extend(check(brief, ctx))
@@ -47,7 +57,7 @@ def run_gate(brief_path: Path) -> GateReport:
     return report
 
 
-def gate_fingerprint(brief: Any) -> str:
+def gate_fingerprint(brief: Brief) -> str:
     """sha256 over what a passing gate trusted: the brief's text, every record file (baseline, inspection
     and its samples, judge calibration), and the reward specs and source files. Any change changes it."""
     from llm_finetuning.fileio import sha256_file_or_none, sha256_json

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import read_json_or_none
 from llm_finetuning.records.problem import Problem
+
+if TYPE_CHECKING:
+    from llm_finetuning.memory import Estimate
 
 MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 
@@ -31,6 +35,9 @@ class Deviation:
 
 @dataclass
 class GateContext:
+    """What the checks read besides the brief, loaded once by `load_context`; where a piece could not be read,
+    the field beside it says why (`baseline_problems`, `trl_problem`, `memory_problem`)."""
+
     baseline: dict[str, Any] | None = None
     baseline_problems: list[Problem] = field(default_factory=list)
     inspection: dict[str, Any] | None = None
@@ -40,13 +47,13 @@ class GateContext:
     model_config: dict[str, Any] | None = None  # config.json of a local model
     trl_fields: frozenset[str] | None = None
     trl_problem: str = ""
-    memory: Any = None
+    memory: Estimate | None = None
     memory_problem: str = ""
     model_identity: str | None = None  # what the sampling verbs bound into the records (models.model_identity)
     tracker_installed: dict[str, bool] = field(default_factory=dict)  # tracking.report_to name -> importable here
 
 
-def _load_judge(brief: Any) -> list[str] | None:
+def _load_judge(brief: Brief) -> list[str] | None:
     if not any(r.get("fn") == "judge" for r in brief.data["rewards"]):
         return None
     from llm_finetuning.records.judge_calibration import verify_judge_calibration
@@ -66,7 +73,7 @@ def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | No
     return None
 
 
-def _load_deviation(brief: Any) -> Deviation | None:
+def _load_deviation(brief: Brief) -> Deviation | None:
     """What the run named by grpo.deviation proves, by the diagnose area's `verify_diagnosis` (healthy,
     ended, metrics unchanged since diagnosis, same brief name)."""
     from llm_finetuning.records.diagnosis import verify_diagnosis
@@ -82,7 +89,7 @@ def _load_deviation(brief: Any) -> Deviation | None:
     return Deviation(str(ref), not problems, name, "; ".join(problems))
 
 
-def _load_model_config(brief: Any) -> dict[str, Any] | None:
+def _load_model_config(brief: Brief) -> dict[str, Any] | None:
     from llm_finetuning.records.bindings import model_is_local
 
     mid = str(brief.section("model").get("id", ""))
@@ -91,7 +98,7 @@ def _load_model_config(brief: Any) -> dict[str, Any] | None:
     return read_json_or_none(brief.resolve(mid) / "config.json")
 
 
-def _model_identity(brief: Any) -> str | None:
+def _model_identity(brief: Brief) -> str | None:
     """The model's identity as `finetune baseline`/`inspect` bind it (hashes cached by size and mtime).
 
     A model that is not there (the embedded model without its package, a local folder that is gone)
@@ -107,7 +114,7 @@ def _model_identity(brief: Any) -> str | None:
         return None
 
 
-def _load_memory(brief: Any) -> tuple[Any, str]:
+def _load_memory(brief: Brief) -> tuple[Estimate | None, str]:
     from llm_finetuning.memory import estimate_brief
 
     try:
@@ -118,7 +125,7 @@ def _load_memory(brief: Any) -> tuple[Any, str]:
         return None, f"the memory estimate failed: {type(exc).__name__}: {exc}"
 
 
-def _trackers_installed(brief: Any) -> dict[str, bool]:
+def _trackers_installed(brief: Brief) -> dict[str, bool]:
     """For each known tracker the brief names: is its package importable here (found, not imported)."""
     import importlib.util
 
@@ -134,7 +141,7 @@ def _trackers_installed(brief: Any) -> dict[str, bool]:
     return out
 
 
-def load_context(brief: Any) -> GateContext:
+def load_context(brief: Brief) -> GateContext:
     """Read every record and fact the checks need for `brief`."""
     from llm_finetuning.gate.trl_fields import FieldsUnavailable, grpo_config_fields
     from llm_finetuning.records.baseline import load_baseline, verify_baseline

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
+
+if TYPE_CHECKING:
+    from llm_finetuning.memory import Estimate
 
 PASS, FAIL, WARN = "pass", "fail", "warn"
 
@@ -36,9 +39,9 @@ class GateReport:
     name: str | None
     checks: list[CheckResult] = field(default_factory=list)
     fingerprint: str | None = None
-    # The memory estimate the gate judged (a memory.Estimate), handed to render for its advice, or why none
-    # could be made; not part of the JSON report (`finetune memory --json` prints it).
-    memory: Any = None
+    # The memory estimate the gate judged, handed to render for its advice, or why none could be made; not
+    # part of the JSON report (`finetune memory --json` prints it).
+    memory: Estimate | None = None
     memory_problem: str = ""
 
     @property

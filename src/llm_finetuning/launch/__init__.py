@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
 from llm_finetuning.render.manifest import brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
@@ -34,7 +35,7 @@ class VerifiedRun:
 
     run_dir: Path
     manifest: dict[str, Any]
-    brief: Any
+    brief: Brief
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -58,10 +59,10 @@ def vllm_problem(generation: str) -> str | None:
     return f"{problem}; or set `hardware.generation: transformers` in the brief (slower generation), then render again."
 
 
-def _gate_problems(bpath: Path, brief: Any, manifest: dict[str, Any]) -> list[str]:
-    from llm_finetuning.gate import gate_fingerprint, run_gate
+def _gate_problems(brief: Brief, manifest: dict[str, Any]) -> list[str]:
+    from llm_finetuning.gate import gate_brief, gate_fingerprint
 
-    report = run_gate(bpath)
+    report = gate_brief(brief)
     lines = []
     if not report.passed:
         lines = [f"gate: {check.line()}" for check in report.failures]
@@ -75,7 +76,7 @@ def _gate_problems(bpath: Path, brief: Any, manifest: dict[str, Any]) -> list[st
 def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
     """Manifest, brief, records, gate and (unless `check_backend` is False) vLLM, in that order;
     LaunchRefused naming everything that no longer holds."""
-    from llm_finetuning.brief import load_brief
+    from llm_finetuning.gate.fastload import load_brief_for_gate
 
     run_dir = Path(run_dir).resolve()
     try:
@@ -87,12 +88,12 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
         raise LaunchRefused(problems)
     bpath = brief_path(run_dir, manifest)
     try:
-        brief, errors = load_brief(bpath)
+        brief, errors = load_brief_for_gate(bpath)
     except UnusableInput as exc:
         raise LaunchRefused([exc.line()], EXIT_UNUSABLE) from None
     if brief is None:
         raise LaunchRefused([e.line() for e in errors], EXIT_UNUSABLE)
-    gate = _gate_problems(bpath, brief, manifest)
+    gate = _gate_problems(brief, manifest)
     if gate:
         raise LaunchRefused(gate)
     vllm = vllm_problem(str(brief.data["hardware"]["generation"]))

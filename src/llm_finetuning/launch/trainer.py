@@ -19,8 +19,9 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL
@@ -33,6 +34,9 @@ from llm_finetuning.launch.checkpoints import (
     set_aside_incomplete,
     start_problem,
 )
+
+if TYPE_CHECKING:
+    from llm_finetuning.evaluation.during import HeldOutEvaluator
 
 METRICS = "metrics.jsonl"
 COMPLETIONS = "completions.jsonl"
@@ -230,7 +234,7 @@ def _trainer_class() -> Any:
     return RunTrainer
 
 
-def _resolve_model(brief: Any) -> tuple[str, Any]:
+def _resolve_model(brief: Brief) -> tuple[str, Any]:
     """(path for from_pretrained, resolved model). Embedded and GGUF models are dequantised once."""
     from llm_finetuning.models import resolve_model
 
@@ -266,7 +270,7 @@ def _prepare_dataset(dataset: Any, data: dict[str, Any], tokenizer: Any) -> Any:
     return dataset
 
 
-def _held_out_evaluator(brief: Any, run_dir: Path, training_args: Any) -> Any:
+def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any) -> HeldOutEvaluator | None:
     """The brief's held_out_eval as an evaluator, or None (off, or a run of several processes, said once)."""
     from llm_finetuning.errors import UnusableInput
     from llm_finetuning.evaluation.during import HeldOutEvaluator
@@ -294,7 +298,7 @@ def _load_tokenizer(resolved: Any) -> Any:
     return tok
 
 
-def train(run_dir: Path, brief: Any, resume: bool = False, extra_args: list[str] | None = None,
+def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[str] | None = None,
           progress: bool = True) -> TrainOutcome:
     """Train the verified run in `run_dir` in this process (one of several under accelerate, or alone)."""
     run_dir = Path(run_dir).resolve()

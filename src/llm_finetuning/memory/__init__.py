@@ -27,7 +27,7 @@ from llm_finetuning.memory.shapes import (
 )
 from llm_finetuning.models import find_embedded_gguf
 
-__all__ = ["Estimate", "ModelShape", "Settings", "estimate", "estimate_brief", "resolve_shape",
+__all__ = ["Estimate", "ModelShape", "Settings", "estimate", "estimate_brief", "estimate_shape", "resolve_shape",
            "settings_from_brief"]
 
 def resolve_shape(model_id: str, gguf_file: str | None = None, folder: Path | None = None) -> ModelShape:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, sha256_json, shown, utc_now
 from llm_finetuning.records.bindings import current_bindings, stale_problems
@@ -40,7 +41,7 @@ COMPARED_SETTINGS = ("max_completion_length", "temperature", "top_p", "system_pr
 RECORDED_ONLY_SETTINGS = ("chat_template",)
 
 
-def brief_sampling_settings(brief: Any) -> dict[str, Any]:
+def brief_sampling_settings(brief: Brief) -> dict[str, Any]:
     """The sampling settings the brief sets now: what baseline, inspection, training and eval sample with.
 
     `k` is the group size GRPO trains with (`grpo.num_generations`): the baseline's share of all-tied
@@ -79,12 +80,12 @@ class Decoding:
         """`--greedy` or `--temperature 0.7`: the option of `finetune baseline` and `finetune eval` that asks for it."""
         return "--greedy" if self.greedy else f"--temperature {self.temperature:g}"
 
-    def is_training(self, brief: Any) -> bool:
+    def is_training(self, brief: Brief) -> bool:
         """The setting GRPO samples its groups at: `grpo.temperature`, not greedy."""
         return not self.greedy and _same(self.temperature, brief_sampling_settings(brief)["temperature"])
 
 
-def requested_decoding(brief: Any, temperature: float | None, greedy: bool) -> Decoding | None:
+def requested_decoding(brief: Brief, temperature: float | None, greedy: bool) -> Decoding | None:
     """The decoding `--temperature T` / `--greedy` ask for (None: neither given); UnusableInput for both."""
     if temperature is not None and greedy:
         raise UnusableInput("--temperature and --greedy both given",
@@ -116,7 +117,7 @@ def recorded_decoding(record: dict[str, Any]) -> Decoding | None:
     return Decoding(float(t)) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
 
 
-def training_record_path(brief: Any) -> Path:
+def training_record_path(brief: Brief) -> Path:
     """Where the training-temperature baseline lives: `records.baseline`."""
     return Path(brief.resolve(str(brief.section("records").get("baseline") or "records/baseline.json")))
 
@@ -127,7 +128,7 @@ def evaluation_record_path(training_path: Path, decoding: Decoding) -> Path:
     return training_path.with_name(f"{training_path.stem}.{decoding.file_tag}{training_path.suffix}")
 
 
-def record_path_for(brief: Any, decoding: Decoding) -> Path:
+def record_path_for(brief: Brief, decoding: Decoding) -> Path:
     """The record a measurement at `decoding` belongs in: `records.baseline` at the training temperature,
     else the evaluation record beside it."""
     path = training_record_path(brief)
@@ -155,7 +156,7 @@ SETTING_PATHS = {"max_completion_length": "grpo.max_completion_length", "tempera
                  "k": "grpo.num_generations", "chat_template": "model.id"}
 
 
-def settings_drift(record: dict[str, Any], brief: Any) -> tuple[list[SettingDrift], list[str]]:
+def settings_drift(record: dict[str, Any], brief: Brief) -> tuple[list[SettingDrift], list[str]]:
     """(settings whose recorded value differs from the brief's, names of settings the record does not hold).
 
     Pure: compares the record's `sampling` (and `k`) with `brief_sampling_settings(brief)`.
@@ -177,7 +178,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def make_baseline(brief: Any, *, model_identity: str | None, prompts: dict[str, Any], k: int,
+def make_baseline(brief: Brief, *, model_identity: str | None, prompts: dict[str, Any], k: int,
                   pass_at_1: float, pass_at_k: float, mean_reward: dict[str, float],
                   frac_groups_all_tie: float, frac_truncated: float, **extra: Any) -> dict[str, Any]:
     """A baseline record for `brief` with its bindings computed now (`extra`: more fields to keep)."""
@@ -240,7 +241,7 @@ def load_baseline(path: Path) -> dict[str, Any]:
     return rec
 
 
-def verify_baseline(brief: Any, path: Path, model_identity: str | None = None) -> list[Problem]:
+def verify_baseline(brief: Brief, path: Path, model_identity: str | None = None) -> list[Problem]:
     """Every reason the baseline at `path` cannot stand for `brief` now (empty: it can)."""
     path = Path(path)
     redo = f"run `finetune baseline {shown(brief.path)}`"

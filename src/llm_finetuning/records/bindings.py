@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import llm_finetuning
+from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import (
     atomic_write_json,
     cache_dir,
@@ -21,6 +22,7 @@ from llm_finetuning.fileio import (
     sha256_json,
     stat_key,
 )
+from llm_finetuning.records.problem import Problem
 from llm_finetuning.rewards.registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
@@ -135,7 +137,7 @@ def data_binding(data: dict[str, Any], brief_folder: Path) -> tuple[str, str]:
     return ref, sha256_bytes(f"hub:{ref}:{data.get('split', 'train')}".encode())
 
 
-def current_bindings(brief: Any, model_identity: str | None) -> dict[str, Any]:
+def current_bindings(brief: Brief, model_identity: str | None) -> dict[str, Any]:
     """The bindings a record written now for `brief` would carry (shared by baseline and inspection)."""
     rewards = list(brief.data.get("rewards", []))
     bound = reward_bindings(rewards, brief.folder)
@@ -153,10 +155,8 @@ def current_bindings(brief: Any, model_identity: str | None) -> dict[str, Any]:
 
 
 def stale_problems(stored: dict[str, Any], current: dict[str, Any], fix: str,
-                   check_identity: bool, check_data: bool = False) -> list[Any]:
+                   check_identity: bool, check_data: bool = False) -> list[Problem]:
     """Problems naming exactly what changed between a record's bindings and the brief's now."""
-    from llm_finetuning.records.problem import Problem
-
     problems: list[Problem] = []
     old_rewards = {b.get("name"): b for b in stored.get("rewards", []) if isinstance(b, dict)}
     new_rewards = {b["name"]: b for b in current["rewards"]}

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import (
     atomic_write_bytes,
@@ -76,7 +77,7 @@ def _sample_line(sample: dict[str, Any]) -> bytes:
     return json.dumps(sample, ensure_ascii=False, sort_keys=True, allow_nan=False).encode("utf-8") + b"\n"
 
 
-def create_inspection(brief: Any, samples: list[dict[str, Any]], record_path: Path,
+def create_inspection(brief: Brief, samples: list[dict[str, Any]], record_path: Path,
                       model_identity: str | None) -> dict[str, Any]:
     """Write the samples file and the unreviewed record bound to the brief's rewards, code and model.
 
@@ -393,7 +394,7 @@ def _samples_problems(path: Path, record: dict[str, Any], redo: str) -> list[Pro
     return [Problem("tampered", "samples", f"{spath.name} differs from the samples that were scored: {what}", fix)]
 
 
-def verify_inspection(brief: Any, path: Path, model_identity: str | None = None) -> list[Problem]:
+def verify_inspection(brief: Brief, path: Path, model_identity: str | None = None) -> list[Problem]:
     """Every reason the gate cannot trust the inspection record at `path` for `brief` (empty: trusted)."""
     path = Path(path)
     if not path.exists():

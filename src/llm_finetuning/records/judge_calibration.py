@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import atomic_write_json, sha256_bytes
 from llm_finetuning.rewards import registry
 
@@ -35,10 +36,9 @@ def judge_binding(args: dict[str, Any]) -> dict[str, Any]:
             "settings_sha256": digest}
 
 
-def judge_specs(brief: Any) -> list[tuple[str, int, dict[str, Any]]]:
+def judge_specs(brief: Brief) -> list[tuple[str, int, dict[str, Any]]]:
     """(metric name, position, spec) of every judge reward in the brief."""
-    data = getattr(brief, "data", brief)
-    specs = list(data.get("rewards", []))
+    specs = list(brief.data.get("rewards", []))
     return [(name, i, s) for i, (s, name) in enumerate(zip(specs, registry.reward_names(specs), strict=True)) if s.get("fn") == "judge"]
 
 
@@ -94,7 +94,7 @@ def write_record(path: Path, entry: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def verify_judge_calibration(brief: Any, record_path: Path) -> list[str]:
+def verify_judge_calibration(brief: Brief, record_path: Path) -> list[str]:
     """Problems with the calibration of the brief's judge rewards (empty list: every judge is calibrated)."""
     judges = judge_specs(brief)
     if not judges:

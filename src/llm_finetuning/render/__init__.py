@@ -12,11 +12,12 @@ import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from llm_finetuning import __version__
+from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import atomic_write_text, sha256_file
 from llm_finetuning.render.manifest import MANIFEST, build_manifest
 from llm_finetuning.render.plan import (
@@ -27,6 +28,9 @@ from llm_finetuning.render.plan import (
     RunPlan,
     build_plan,
 )
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = ["RenderError", "RenderResult", "RunPlan", "build_plan", "render_files", "render_run", "to_yaml"]
 
@@ -54,7 +58,7 @@ def _sh_args(args: list[Any]) -> str:
     return " ".join(shlex.quote(str(a)) for a in args)
 
 
-def _env() -> Any:
+def _env() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(
@@ -116,7 +120,7 @@ class RenderResult:
     manifest: dict[str, Any]
 
 
-def render_run(brief: Any, run_dir: Path, gate_fingerprint: str,
+def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str,
                recommend: dict[str, Any] | None = None) -> RenderResult:
     """Write the run directory for `brief` (which passed the gate) and its manifest; RenderError if TRL could not run it."""
     run_dir = Path(run_dir)

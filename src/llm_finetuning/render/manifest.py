@@ -12,15 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning import __version__
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import sha256_file
+from llm_finetuning.render.plan import RunPlan
 from llm_finetuning.render.plan import relative_to_run as _rel
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
 
 
-def record_paths(brief: Any) -> dict[str, Path]:
+def record_paths(brief: Brief) -> dict[str, Path]:
     """The evidence files a run is bound to: baseline, inspection, judge calibration (judge rewards only)."""
     records = brief.data.get("records", {})
     out = {"baseline": brief.resolve(records["baseline"]), "inspection": brief.resolve(records["inspection"])}
@@ -29,7 +31,7 @@ def record_paths(brief: Any) -> dict[str, Path]:
     return out
 
 
-def build_manifest(brief: Any, run_dir: Path, plan: Any, files: dict[str, str], gate_fingerprint: str) -> dict[str, Any]:
+def build_manifest(brief: Brief, run_dir: Path, plan: RunPlan, files: dict[str, str], gate_fingerprint: str) -> dict[str, Any]:
     records = {}
     for key, path in sorted(record_paths(brief).items()):
         records[key] = {"path": _rel(path, run_dir), "sha256": sha256_file(path) if path.is_file() else None}
@@ -73,7 +75,8 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
 
 
 def brief_path(run_dir: Path, manifest: dict[str, Any]) -> Path:
-    return (Path(run_dir) / manifest["brief"]["path"]).resolve()
+    relative: str = manifest["brief"]["path"]
+    return (Path(run_dir) / relative).resolve()
 
 
 def verify_manifest(run_dir: Path, manifest: dict[str, Any]) -> list[ManifestProblem]:

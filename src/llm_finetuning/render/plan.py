@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.brief.tracking import tracking_entries
 from llm_finetuning.brief.variants import VARIANT_SETTINGS
@@ -223,7 +224,7 @@ def reward_attr(index: int, fn: str) -> str:
     return f"reward_{index}_{tail}"
 
 
-def build_plan(brief: Any, run_dir: Path, recommend: dict[str, Any] | None = None) -> RunPlan:
+def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = None) -> RunPlan:
     """The run directory's contents for `brief` (a loaded, valid Brief), or RenderError.
 
     `recommend` is the memory estimate's advice (vLLM memory share, sleep mode, distribution)."""
@@ -272,11 +273,11 @@ def _steps_per_generation(grpo: dict[str, Any], overrides: dict[str, Any]) -> in
         return int(overrides["steps_per_generation"])
     if grpo["variant"] == "gspo":
         # GSPO's sequence ratio only matters off-policy: 4 optimizer steps per generation (paper v2, 5.1).
-        return 4 * grpo["gradient_accumulation_steps"]
-    return grpo["gradient_accumulation_steps"]
+        return 4 * int(grpo["gradient_accumulation_steps"])
+    return int(grpo["gradient_accumulation_steps"])
 
 
-def _model_ref(brief: Any, run_dir: Path) -> str:
+def _model_ref(brief: Brief, run_dir: Path) -> str:
     """model.id as the run directory names it: an embedded model or hub id as is, a local folder relative."""
     model_id = str(brief.data["model"]["id"])
     if not model_id.startswith(EMBEDDED_PREFIX) and _is_local_model(model_id, brief.folder):
@@ -331,7 +332,7 @@ def _model_entries(model: dict[str, Any], model_ref: str) -> list[Entry]:
     return entries
 
 
-def _data_and_reward_entries(brief: Any, run_dir: Path, reward_attrs: list[str]) -> list[Entry]:
+def _data_and_reward_entries(brief: Brief, run_dir: Path, reward_attrs: list[str]) -> list[Entry]:
     """TRL's GRPOScriptArguments and DatasetMixtureConfig: the training split and the reward callables."""
     data_section = brief.data["data"]
     train = str(data_section["train"])

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.rewards.registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files
 
@@ -29,14 +30,14 @@ def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, token
     return _build(spec, brief_folder, index, tokenizer, max_completion_length=max_completion_length)
 
 
-def build_reward_funcs(brief: Any, tokenizer: Any = None) -> tuple[list[Callable[..., Any]], list[float]]:
+def build_reward_funcs(brief: Brief, tokenizer: Any = None) -> tuple[list[Callable[..., Any]], list[float]]:
     """(reward callables, weights) for a loaded brief, in the brief's order."""
     from llm_finetuning.rewards.build import build_reward_funcs as _build_all
 
     return _build_all(brief, tokenizer)
 
 
-def score_rows(brief: Any, rows: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
+def score_rows(brief: Brief, rows: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
     """Score rows (prompt, completion and the dataset's columns) with every reward of the brief.
 
     Returns `{"index", "rewards": {name: value}, "total"}` per row, in input order; with `explain=True`

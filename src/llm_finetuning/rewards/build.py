@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.rewards import registry
 from llm_finetuning.rewards.explain import call_explained
 
@@ -111,32 +112,29 @@ def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, token
     return reward
 
 
-def _specs(brief: Any) -> list[dict[str, Any]]:
-    data = getattr(brief, "data", brief)
-    return list(data["rewards"])
+def _specs(brief: Brief) -> list[dict[str, Any]]:
+    return list(brief.data["rewards"])
 
 
-def build_reward_funcs(brief: Any, tokenizer: Any = None) -> tuple[list[RewardFunc], list[float]]:
+def build_reward_funcs(brief: Brief, tokenizer: Any = None) -> tuple[list[RewardFunc], list[float]]:
     """See `llm_finetuning.rewards.build_reward_funcs`."""
-    data = getattr(brief, "data", brief)
-    folder = Path(getattr(brief, "folder", "."))
-    max_len = (data.get("grpo") or {}).get("max_completion_length", 512)
+    max_len = brief.section("grpo").get("max_completion_length", 512)
     specs = _specs(brief)
     funcs = []
     for i, (spec, occurrence) in enumerate(zip(specs, registry.reward_occurrences(specs), strict=True)):
-        funcs.append(build_reward(spec, folder, occurrence, tokenizer, max_completion_length=max_len,
+        funcs.append(build_reward(spec, brief.folder, occurrence, tokenizer, max_completion_length=max_len,
                                   where=f"rewards[{i}]"))
     return funcs, [float(s.get("weight", 1.0)) for s in specs]
 
 
-def _needs_tokens(brief: Any) -> bool:
+def _needs_tokens(brief: Brief) -> bool:
     for spec in _specs(brief):
         if spec.get("fn") == "length_penalty" and (spec.get("args") or {}).get("unit", "tokens") == "tokens":
             return True
     return False
 
 
-def load_brief_tokenizer(brief: Any) -> Any:
+def load_brief_tokenizer(brief: Brief) -> Any:
     """The policy's tokenizer when a reward counts tokens, else None (then lengths are in characters)."""
     if not _needs_tokens(brief):
         return None
@@ -197,7 +195,7 @@ def _run_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], co
     return check_output(func.__name__, values, len(completions)), why
 
 
-def score_rows(brief: Any, rows: list[dict[str, Any]], *, chunk_size: int = 256,
+def score_rows(brief: Brief, rows: list[dict[str, Any]], *, chunk_size: int = 256,
                progress: Callable[[int], None] | None = None, tokenizer: Any = None,
                funcs: tuple[list[RewardFunc], list[float]] | None = None,
                explain: bool = False) -> list[dict[str, Any]]:

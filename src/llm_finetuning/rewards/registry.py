@@ -204,7 +204,7 @@ def load_custom(fn: str, search_dir: Path) -> Callable[..., Any]:
     if str(search_dir) not in sys.path:
         sys.path.insert(0, str(search_dir))
     mod = importlib.import_module(module)
-    obj = getattr(mod, function)
+    obj: object = getattr(mod, function)
     if not callable(obj):
         raise TypeError(f"{fn} is not callable")
     return obj

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 def extract_solution(text: str) -> str:
     """The last fenced python block (a bare fence counts), else the whole text."""
-    blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
+    blocks: list[tuple[str, str]] = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
     for wanted in (lambda t: t in _PYTHON_TAGS, lambda t: t == ""):
         chosen = [body for tag, body in blocks if wanted(tag)]
         if chosen:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import sha256_bytes, sha256_file
 
@@ -87,7 +88,7 @@ def _read_hub(dataset_id: str, split: str, yaml_path: str) -> list[dict[str, Any
                             yaml_path) from None
 
 
-def load_split(brief: Any, which: str = "auto") -> DataSplit:
+def load_split(brief: Brief, which: str = "auto") -> DataSplit:
     """The eval split (`which="auto"` falls back to train when the brief has none) or the train split.
 
     `data.eval` may be a local file, a hub dataset id, or, when `data.train` is a hub id, the name of

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.sampling.backend import Completion, SamplingSettings
@@ -45,7 +46,7 @@ class SamplingRun:
     tokenizer: Any = None
 
 
-def settings_from_brief(brief: Any, k: int, seed_offset: int = 0,
+def settings_from_brief(brief: Brief, k: int, seed_offset: int = 0,
                         max_completion_length: int | None = None, decoding: Any = None) -> SamplingSettings:
     """The brief's sampling settings (`records.baseline.brief_sampling_settings`) for k samples a prompt.
 
@@ -80,7 +81,7 @@ def recorded_settings(run: SamplingRun, system_prompt: str | None) -> dict[str, 
             "chat_template": template, "seed": s.seed, "seconds": round(run.seconds, 1), **run.backend}
 
 
-def sample_brief(brief: Any, *, n_prompts: int, k: int, split: str = "auto", backend: str = "auto",
+def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", backend: str = "auto",
                  endpoint: str | None = None, endpoint_model: str | None = None, seed_offset: int = 0,
                  desc: str = "Sampling", indices: list[int] | None = None,
                  settings: SamplingSettings | None = None, system_prompt: str | None = None) -> SamplingRun:
@@ -119,7 +120,7 @@ def sample_brief(brief: Any, *, n_prompts: int, k: int, split: str = "auto", bac
                        getattr(engine, "tokenizer", None))
 
 
-def prompts_at(brief: Any, data_split: DataSplit, indices: list[int], system_prompt: str | None) -> list[SampledPrompt]:
+def prompts_at(brief: Brief, data_split: DataSplit, indices: list[int], system_prompt: str | None) -> list[SampledPrompt]:
     """The split's rows at `indices` as prompts to sample, with their chat messages."""
     if any(not 0 <= i < len(data_split.rows) for i in indices):
         raise UnusableInput(f"{data_split.yaml_path} ({data_split.source}) has {len(data_split.rows)} rows; the "
@@ -130,7 +131,7 @@ def prompts_at(brief: Any, data_split: DataSplit, indices: list[int], system_pro
             for i in indices]
 
 
-def score_run(brief: Any, run: SamplingRun, explain: bool = False) -> None:
+def score_run(brief: Brief, run: SamplingRun, explain: bool = False) -> None:
     """Score every completion of `run` in place with every reward of the brief (bar on stderr).
 
     `explain`: each score also keeps every reward's explanation (`rewards.explain`), for a person to read.

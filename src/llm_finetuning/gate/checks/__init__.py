@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.gate.checks import (
     base_success,
     brief_is_valid,
@@ -21,9 +21,10 @@ from llm_finetuning.gate.checks import (
     variant_table,
     verifiable_reward,
 )
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import CheckResult
 
-Check = Callable[[Any, Any], list[CheckResult]]
+Check = Callable[[Brief, GateContext], list[CheckResult]]
 
 CHECKS: list[tuple[str, Check]] = [
     (m.ID, m.check)

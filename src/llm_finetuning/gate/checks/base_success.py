@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import shown
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 from llm_finetuning.records.baseline import measured_for_evaluation, recorded_decoding, settings_drift
 
@@ -22,10 +24,11 @@ TIE_WARN = 0.9
 TRUNCATED_WARN = 0.5
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     if ctx.baseline_problems:
         return [CheckResult(ID, FAIL, PATH, f"{p.kind}: {p.message}", p.fix) for p in ctx.baseline_problems]
     b = ctx.baseline
+    assert b is not None  # load_context loads the record whenever it has no problem
     if measured_for_evaluation(b):
         return [evaluation_setting_failure(brief, b)]
     n = b.get("prompts", {}).get("count", "?")
@@ -52,7 +55,7 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
     return results + settings_warnings(brief, b)
 
 
-def evaluation_setting_failure(brief: Any, record: dict[str, Any]) -> CheckResult:
+def evaluation_setting_failure(brief: Brief, record: dict[str, Any]) -> CheckResult:
     """The record at records.baseline measures an evaluation setting, not the training temperature."""
     decoding = recorded_decoding(record)
     setting = decoding.label if decoding is not None else "an evaluation setting"
@@ -73,7 +76,7 @@ def _shown_value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def settings_warnings(brief: Any, record: dict[str, Any]) -> list[CheckResult]:
+def settings_warnings(brief: Brief, record: dict[str, Any]) -> list[CheckResult]:
     """One warning per sampling setting that differs from the record's, and one for settings it lacks."""
     redo = f"run `finetune baseline {shown(brief.path)}` to measure under the brief's settings"
     drift, unknown = settings_drift(record, brief)

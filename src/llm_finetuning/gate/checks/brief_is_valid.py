@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from llm_finetuning.brief import Brief
+from llm_finetuning.errors import BriefError
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, CheckResult
 
 ID = "brief_is_valid"
 
 
-def from_errors(errors: list[Any]) -> list[CheckResult]:
+def from_errors(errors: list[BriefError]) -> list[CheckResult]:
     """One failing result per `finetune check` error."""
     return [CheckResult(ID, FAIL, e.path, e.message, e.fix) for e in errors]
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     return [CheckResult(ID, PASS, "", f"valid brief '{brief.name}' (what `finetune check` enforces)")]

@@ -3,14 +3,14 @@ of its own on node 1; transformers generation runs anywhere and is the only choi
 
 from __future__ import annotations
 
-from typing import Any
-
+from llm_finetuning.brief import Brief
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 
 ID = "generation_hardware"
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     hw = brief.section("hardware")
     mode, gpus, server = hw["generation"], hw["gpus"], hw["vllm_server_gpus"]
     if gpus == 0 and mode != "transformers":

@@ -4,9 +4,9 @@ processes is divisible by num_generations (TRL refuses otherwise), with the smal
 from __future__ import annotations
 
 from math import gcd
-from typing import Any
 
-from llm_finetuning.brief import MIN_NUM_GENERATIONS
+from llm_finetuning.brief import MIN_NUM_GENERATIONS, Brief
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, CheckResult
 from llm_finetuning.gate.topology import training_processes
 
@@ -38,7 +38,7 @@ def smallest_fixes(per_device: int, accumulation: int, processes: int, n: int) -
     return fixes
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     grpo, hw = brief.section("grpo"), brief.section("hardware")
     n = grpo["num_generations"]
     pd, ga = grpo["per_device_train_batch_size"], grpo["gradient_accumulation_steps"]

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from llm_finetuning.brief import MIN_NUM_GENERATIONS
+from llm_finetuning.brief import MIN_NUM_GENERATIONS, Brief
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, CheckResult
 
 ID = "num_generations"
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     n = brief.section("grpo")["num_generations"]
     if n < MIN_NUM_GENERATIONS:
         return [CheckResult(ID, FAIL, "grpo.num_generations",

@@ -8,6 +8,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from llm_finetuning.brief import Brief
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 
 ID = "overrides"
@@ -36,7 +38,7 @@ def _normal(key: str, value: Any) -> Any:
     return value
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     grpo = brief.section("grpo")
     overrides: dict[str, Any] = grpo.get("overrides") or {}
     variant = grpo["variant"]

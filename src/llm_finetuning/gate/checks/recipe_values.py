@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_finetuning.brief import RECIPE_BETA, RECIPE_LEARNING_RATE
+from llm_finetuning.brief import RECIPE_BETA, RECIPE_LEARNING_RATE, Brief
 from llm_finetuning.brief.schedule import Schedule
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 
 ID = "recipe_values"
@@ -37,7 +38,7 @@ def deviations(grpo: dict[str, Any]) -> list[tuple[str, Any, float]]:
     return out
 
 
-def _deviation_problem(brief: Any, ctx: Any) -> str:
+def _deviation_problem(brief: Brief, ctx: GateContext) -> str:
     d = ctx.deviation
     if d is None:
         return "grpo.deviation is not set"
@@ -60,7 +61,7 @@ def schedule_report(grpo: dict[str, Any]) -> str:
     return f"schedule {s.describe()}: mean learning rate {mean:.3g}{share} over {s.max_steps} steps"
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     grpo = brief.section("grpo")
     found = deviations(grpo)
     if not found:
@@ -68,9 +69,10 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
                             f"learning_rate {yaml_number(grpo['learning_rate'])} and beta {yaml_number(grpo['beta'])} "
                             f"are the recipe's start; {schedule_report(grpo)}")]
     problem = _deviation_problem(brief, ctx)
+    justified_by = ctx.deviation.run_dir if ctx.deviation is not None and not problem else None
     results = []
     for key, value, recipe in found:
-        if problem:
+        if justified_by is None:
             results.append(CheckResult(
                 ID, FAIL, f"grpo.{key}", f"found {yaml_number(value)}; the recipe starts at {yaml_number(recipe)} and {problem}",
                 f"set `grpo.{key}: {yaml_number(recipe)}` for the first run; deviate only after `finetune diagnose RUN_DIR` "
@@ -79,5 +81,5 @@ def check(brief: Any, ctx: Any) -> list[CheckResult]:
             report = f"; {schedule_report(grpo)}" if key == "learning_rate" else ""
             results.append(CheckResult(
                 ID, WARN, f"grpo.{key}", f"found {yaml_number(value)}, not the recipe's {yaml_number(recipe)}; justified by the healthy "
-                f"run {ctx.deviation.run_dir}{report}", "watch the first steps with `finetune diagnose RUN_DIR`"))
+                f"run {justified_by}{report}", "watch the first steps with `finetune diagnose RUN_DIR`"))
     return results

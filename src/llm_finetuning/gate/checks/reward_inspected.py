@@ -8,9 +8,9 @@ older than the timings, so how long each sample was read is unknown).
 
 from __future__ import annotations
 
-from typing import Any
-
+from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import shown
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 from llm_finetuning.records.inspection import ReviewTiming, review_timing
 
@@ -20,7 +20,7 @@ UNSURE_WARN = 0.2
 MIN_MEDIAN_SECONDS = 2.0  # below this median a sample, the review was too quick to be a careful read
 
 
-def _timing_results(brief: Any, timing: ReviewTiming) -> list[CheckResult]:
+def _timing_results(brief: Brief, timing: ReviewTiming) -> list[CheckResult]:
     redo = (f"run `finetune inspect {shown(brief.path)}`, then the reviewer runs "
             f"`finetune review {shown(brief.resolve(brief.data['records']['inspection']))}` and reads every sample")
     if timing.median_seconds is None:
@@ -34,10 +34,11 @@ def _timing_results(brief: Any, timing: ReviewTiming) -> list[CheckResult]:
                         f"samples{untimed}; a careful read takes longer: ask the reviewer to look again", redo)]
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     if ctx.inspection_problems:
         return [CheckResult(ID, FAIL, PATH, f"{p.kind}: {p.message}", p.fix) for p in ctx.inspection_problems]
     rec = ctx.inspection
+    assert rec is not None  # load_context loads the record whenever it has no problem
     review = rec["review"]
     counts = review.get("counts", {})
     n = len(rec["samples"])

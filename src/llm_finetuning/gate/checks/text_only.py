@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from llm_finetuning.brief import Brief
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, CheckResult
 
 ID = "text_only"
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     modality = brief.section("task").get("modality", "text")
     if modality == "vision":
         return [CheckResult(

@@ -8,16 +8,17 @@ warning with the install command. No trackers: passes (metrics.jsonl is written 
 from __future__ import annotations
 
 import difflib
-from typing import Any
 
+from llm_finetuning.brief import Brief
 from llm_finetuning.brief.tracking import TRACKERS
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 
 ID = "tracking"
 PATH = "tracking.report_to"
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     names = list((brief.data.get("tracking") or {}).get("report_to") or [])
     if not names:
         return [CheckResult(ID, PASS, PATH, "no experiment tracker: metrics go to metrics.jsonl only")]

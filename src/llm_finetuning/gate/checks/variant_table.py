@@ -4,9 +4,9 @@ length_reward_correlation; a mixture-of-experts model must use gspo (and only Mo
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from llm_finetuning.gate.context import MOE_CONFIG_KEYS
+from llm_finetuning.brief import Brief
+from llm_finetuning.gate.context import MOE_CONFIG_KEYS, GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 
 ID = "variant_table"
@@ -15,7 +15,7 @@ VARIANT_OF = {s: v for v, s in SYMPTOM_OF.items()}
 MOE_NAME = re.compile(r"(moe|mixtral|[-_]a\d+(\.\d+)?b\b|deepseek-v[23]|gpt-oss|olmoe|dbrx|jamba)", re.I)
 
 
-def model_is_moe(brief: Any, ctx: Any) -> tuple[bool | None, str]:
+def model_is_moe(brief: Brief, ctx: GateContext) -> tuple[bool | None, str]:
     """(True/False/None for unknown, where the answer came from)."""
     arch = brief.section("model")["architecture"]
     if arch != "auto":
@@ -30,7 +30,7 @@ def model_is_moe(brief: Any, ctx: Any) -> tuple[bool | None, str]:
     return None, "model.architecture is auto and the model config is not local"
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     grpo = brief.section("grpo")
     variant, symptom = grpo["variant"], grpo["symptom"]
     moe, source = model_is_moe(brief, ctx)

@@ -6,16 +6,16 @@ judge calibration record that agrees with human labels. Any judge reward needs t
 
 from __future__ import annotations
 
-from typing import Any
-
+from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import shown
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 from llm_finetuning.rewards.registry import VERIFIERS, is_custom
 
 ID = "verifiable_reward"
 
 
-def check(brief: Any, ctx: Any) -> list[CheckResult]:
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     rewards = brief.data["rewards"]
     verifiers = [f"rewards[{i}] ({r['fn']})" for i, r in enumerate(rewards)
                  if r["fn"] in VERIFIERS or is_custom(r["fn"])]
