@@ -1,7 +1,7 @@
 """The GRPO brief: schema (brief.schema.json), safe loading, defaults and consistency checks.
 
 Pure: no torch, transformers, trl or vllm. Use `load_brief(path)` to get a checked `Brief` or the list
-of every `BriefError` at once.
+of every `Problem` with it at once.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def _apply_brief(ctx: RunContext, brief_path: Path) -> None:
     try:
         brief, errors = load_brief(brief_path)
     except UnusableInput as exc:
-        ctx.notes.append(f"brief {brief_path} unreadable: {exc.reason}")
+        ctx.notes.append(f"brief {brief_path} unreadable: {exc.message}")
         return
     if brief is None:
         ctx.notes.append(f"brief {brief_path} has {len(errors)} error(s); diagnosing from the metrics alone")

@@ -77,7 +77,7 @@ def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_s
         ev.gate_passed = report.passed
         ev.gate_lines = [c.line() for c in report.checks if c.verdict != "pass"]
     except UnusableInput as exc:
-        ev.gate_lines = [f"the gate could not run: {exc.reason}"]
+        ev.gate_lines = [f"the gate could not run: {exc.message}"]
     ev.training = training_figures(run_dir)
     evaluation = read_json_or_none(run_dir / "eval.json")
     if evaluation is None:
@@ -94,6 +94,6 @@ def gather(brief: Any, run_dir: Path, label: str, step: int | None, checkpoint_s
 
             diagnosis = diagnose_run(run_dir, brief.path)
         except UnusableInput as exc:
-            ev.diagnosis_note = f"no diagnosis: {exc.reason}"
+            ev.diagnosis_note = f"no diagnosis: {exc.message}"
     ev.diagnosis = diagnosis
     return ev

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import llm_finetuning
+from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import (
     atomic_write_json,
     cache_dir,
@@ -153,10 +154,8 @@ def current_bindings(brief: Any, model_identity: str | None) -> dict[str, Any]:
 
 
 def stale_problems(stored: dict[str, Any], current: dict[str, Any], fix: str,
-                   check_identity: bool, check_data: bool = False) -> list[Any]:
+                   check_identity: bool, check_data: bool = False) -> list[Problem]:
     """Problems naming exactly what changed between a record's bindings and the brief's now."""
-    from llm_finetuning.records.problem import Problem
-
     problems: list[Problem] = []
     old_rewards = {b.get("name"): b for b in stored.get("rewards", []) if isinstance(b, dict)}
     new_rewards = {b["name"]: b for b in current["rewards"]}

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.errors import UnusableInput
+from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import (
     atomic_write_bytes,
     atomic_write_json,
@@ -45,8 +45,8 @@ from llm_finetuning.fileio import (
     shown,
     utc_now,
 )
+from llm_finetuning.records import KINDS
 from llm_finetuning.records.bindings import current_bindings, stale_problems
-from llm_finetuning.records.problem import KINDS, Problem
 from llm_finetuning.rewards.registry import reward_names
 
 FORMAT = "llm-finetuning/inspection@1"
@@ -402,7 +402,7 @@ def verify_inspection(brief: Any, path: Path, model_identity: str | None = None)
     try:
         record = load_inspection(path)
     except UnusableInput as exc:
-        return [Problem("malformed", "record", exc.reason, exc.fix or f"run `finetune inspect {shown(brief.path)}` again")]
+        return [Problem("malformed", "record", exc.message, exc.fix or f"run `finetune inspect {shown(brief.path)}` again")]
     problems: list[Problem] = []
     redo = f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`"
     if is_sealed(record):
@@ -427,4 +427,4 @@ def verify_inspection(brief: Any, path: Path, model_identity: str | None = None)
         problems.append(Problem("disagreement", "verdicts",
                                 f"the reviewer disagreed with the reward on {len(dis)} sample(s): {listed}",
                                 f"fix the reward function first, then {redo}"))
-    return sorted(problems, key=lambda p: KINDS.index(p.kind))
+    return sorted(problems, key=lambda p: KINDS.index(p.id))

@@ -24,7 +24,7 @@ TRUNCATED_WARN = 0.5
 
 def check(brief: Any, ctx: Any) -> list[CheckResult]:
     if ctx.baseline_problems:
-        return [CheckResult(ID, FAIL, PATH, f"{p.kind}: {p.message}", p.fix) for p in ctx.baseline_problems]
+        return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix) for p in ctx.baseline_problems]
     b = ctx.baseline
     if measured_for_evaluation(b):
         return [evaluation_setting_failure(brief, b)]

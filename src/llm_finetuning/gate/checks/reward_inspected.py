@@ -36,7 +36,7 @@ def _timing_results(brief: Any, timing: ReviewTiming) -> list[CheckResult]:
 
 def check(brief: Any, ctx: Any) -> list[CheckResult]:
     if ctx.inspection_problems:
-        return [CheckResult(ID, FAIL, PATH, f"{p.kind}: {p.message}", p.fix) for p in ctx.inspection_problems]
+        return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix) for p in ctx.inspection_problems]
     rec = ctx.inspection
     review = rec["review"]
     counts = review.get("counts", {})
