@@ -517,10 +517,10 @@ def run_dir_problems(run_dir: Path) -> list[str]:
     if manifest is None or problems:
         return problems
     report = gate_verdict((run_dir / manifest["brief"]["path"]).resolve())
-    if not report.get("passed"):
-        failed = [f"{c.get('id')}: {c.get('path')}: {c.get('reason')} Fix: {c.get('fix')}"
-                  for c in report.get("checks", []) if c.get("verdict") == "fail"]
-        return ["the gate rejects the brief now: " + ("; ".join(failed[:5]) or str(report.get("error") or report.get("fix")))]
+    if not report.get("passed"):  # a rejected brief, or unusable input: the same error shape either way
+        failed = [f"{p.get('id')}: {p.get('path')}: {p.get('message')} Fix: {p.get('fix')}"
+                  for p in report.get("problems", []) if isinstance(p, dict) and p.get("severity") == "error"]
+        return ["the gate rejects the brief now: " + ("; ".join(failed[:5]) or "`finetune gate --json` named no problem")]
     if report.get("fingerprint") != manifest["gate_fingerprint"]:
         return ["the gate's fingerprint differs from manifest.json: the evidence changed since rendering"]
     return []

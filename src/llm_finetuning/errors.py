@@ -1,8 +1,10 @@
 """Errors as values.
 
-Every problem the product finds in a brief, a record or a run is a value with a YAML path, what was
-found, and the fix. Modules collect them; `render_errors` is the one place that prints them and the CLI
-alone turns them into exit codes. No module here imports the ML stack.
+Every problem the product finds in a brief, a record, a gate check, a run directory or a launch is one
+`Problem(id, path, message, fix, severity)`: a stable slug, where (`rewards[1].weight`,
+`records.inspection`, a rendered file), what was found, and the fix. Modules collect them;
+`render_problems` is the one place that prints them (one line each, or the one JSON error shape) and the
+CLI alone turns them into exit codes. No module here imports the ML stack.
 """
 
 from __future__ import annotations
@@ -16,19 +18,28 @@ EXIT_OK = 0
 EXIT_REJECTED = 1
 EXIT_UNUSABLE = 2
 
+ERROR, WARNING = "error", "warning"
+UNUSABLE_INPUT = "unusable_input"
 
-@dataclass(frozen=True, order=True)
-class BriefError:
-    """One thing wrong with a brief: where (`rewards[1].weight`), what was found, and the fix."""
 
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong: `id` a stable slug saying what kind of problem (`unknown_field`, `stale`,
+    `global_batch`), `path` where (a YAML path such as `rewards[1].weight`, a record key, a file of a run
+    directory; empty when the whole input is concerned), `message` what was found, `fix` the command or
+    edit that cures it, `severity` "error" (blocks) or "warning" (shown, does not block)."""
+
+    id: str
     path: str
     message: str
-    fix: str
+    fix: str = ""
+    severity: str = ERROR
 
     def line(self) -> str:
-        where = self.path or "(brief)"
+        """`path: message Fix: fix`, the form every verb prints; the fix is never left out."""
+        where = f"{self.path}: " if self.path else ""
         fix = f" Fix: {self.fix}" if self.fix else ""
-        return f"{where}: {self.message}{fix}"
+        return f"{where}{self.message}{fix}"
 
     def to_json(self) -> dict[str, str]:
         return asdict(self)
@@ -37,19 +48,21 @@ class BriefError:
 class UnusableInput(Exception):
     """Input the product cannot read at all (missing file, malformed YAML, wrong record format).
 
-    Carries a one-line reason and a fix; the CLI prints it and exits with EXIT_UNUSABLE.
+    Carries one Problem (id `unusable_input`); the CLI prints it and exits with EXIT_UNUSABLE.
     """
 
-    def __init__(self, reason: str, fix: str = "", path: str = "") -> None:
-        super().__init__(reason)
-        self.reason = reason
+    def __init__(self, message: str, fix: str = "", path: str = "") -> None:
+        super().__init__(message)
+        self.message = message
         self.fix = fix
         self.path = path
 
+    @property
+    def problem(self) -> Problem:
+        return Problem(UNUSABLE_INPUT, self.path, self.message, self.fix)
+
     def line(self) -> str:
-        where = f"{self.path}: " if self.path else ""
-        fix = f" Fix: {self.fix}" if self.fix else ""
-        return f"{where}{self.reason}{fix}"
+        return self.problem.line()
 
 
 def format_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
@@ -63,18 +76,26 @@ def format_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
     return out
 
 
-def sort_errors(errors: list[BriefError]) -> list[BriefError]:
+def sort_problems(problems: list[Problem]) -> list[Problem]:
     """Deduplicated, sorted by path so output is stable."""
-    return sorted(set(errors), key=lambda e: (e.path, e.message))
+    return sorted(set(problems), key=lambda p: (p.path, p.message, p.id))
 
 
-def render_errors(errors: list[BriefError], as_json: bool = False, header: str = "") -> str:
-    """The one renderer of brief errors, human (one line each) or JSON."""
-    ordered = sort_errors(errors)
+def problems_json(problems: list[Problem], **extra: Any) -> dict[str, Any]:
+    """The one JSON error shape: `{"ok", "problems": [{"id", "path", "message", "fix", "severity"}], ...}`;
+    `ok` is false when any problem is an error. `extra` adds a verb's own keys after these two."""
+    return {"ok": not any(p.severity == ERROR for p in problems),
+            "problems": [p.to_json() for p in problems], **extra}
+
+
+def render_problems(problems: list[Problem], as_json: bool = False, header: str = "",
+                    extra: dict[str, Any] | None = None) -> str:
+    """The one renderer of problems, in the order given: human (`header`, then one line each) or the JSON
+    error shape (`extra`: the verb's own keys)."""
     if as_json:
-        return json.dumps({"valid": not ordered, "errors": [e.to_json() for e in ordered]}, indent=2)
+        return json.dumps(problems_json(problems, **(extra or {})), indent=2)
     lines = [header] if header else []
-    lines += [e.line() for e in ordered]
+    lines += [p.line() for p in problems]
     return "\n".join(lines)
 
 

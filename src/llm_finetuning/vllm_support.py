@@ -12,6 +12,8 @@ import importlib.metadata
 import importlib.util
 import re
 
+from llm_finetuning.errors import Problem
+
 TRL_VLLM_MIN = (0, 22, 0)
 TRL_VLLM_MAX = (0, 31, 0)
 VLLM_RANGE = f"{'.'.join(map(str, TRL_VLLM_MIN))} to {'.'.join(map(str, TRL_VLLM_MAX))}"
@@ -40,13 +42,14 @@ def base_version(version: str) -> tuple[int, int, int] | None:
     return (int(match.group(1)), int(match.group(2) or 0), int(match.group(3) or 0))
 
 
-def vllm_problem(what: str) -> str | None:
-    """None when a supported vLLM is installed; else one line naming `what` needs it, what was found, and the fix."""
+def vllm_problem(what: str, path: str = "") -> Problem | None:
+    """None when a supported vLLM is installed; else a Problem at `path` saying that `what` needs it, what was
+    found, and the install command."""
     version = installed_vllm_version()
     if version is None:
-        return f"{what} needs vLLM, which is not installed. Fix: {VLLM_INSTALL}"
+        return Problem("vllm_missing", path, f"{what} needs vLLM, which is not installed.", VLLM_INSTALL)
     base = base_version(version)
     if base is not None and not (TRL_VLLM_MIN <= base <= TRL_VLLM_MAX):
-        return (f"{what} needs vLLM {VLLM_RANGE} (the range TRL 1.16 supports), but vLLM {version} is installed. "
-                f"Fix: {VLLM_INSTALL}")
+        return Problem("vllm_unsupported", path, f"{what} needs vLLM {VLLM_RANGE} (the range TRL 1.16 supports), "
+                       f"but vLLM {version} is installed.", VLLM_INSTALL)
     return None

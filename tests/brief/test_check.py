@@ -48,11 +48,13 @@ def test_json_output_lists_every_error_with_path_and_fix() -> None:
     code, out, _ = run_check(FIXTURES / "many-errors.yaml", "--json")
     assert code == 2
     payload = json.loads(out)
-    assert payload["valid"] is False
-    paths = [e["path"] for e in payload["errors"]]
+    assert payload["ok"] is False
+    paths = [e["path"] for e in payload["problems"]]
     assert paths == sorted(paths)
     assert "rewards[1].args.answer_feld" in paths and "grpo.symptom" in paths
-    assert all(e["fix"] for e in payload["errors"])
+    assert all(e["fix"] and e["id"] and e["severity"] == "error" for e in payload["problems"])
+    by_path = {e["path"]: e["id"] for e in payload["problems"]}
+    assert (by_path["model.dtyp"], by_path["rewards[0].fn"]) == ("unknown_field", "unknown_reward")
 
 
 def _write(tmp_path: Path, text: str | bytes, name: str = "brief.yaml") -> Path:

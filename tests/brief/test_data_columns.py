@@ -121,7 +121,7 @@ def test_sampling_checks_the_loaded_rows_before_it_samples(tmp_path: Path) -> No
     with pytest.raises(UnusableInput) as info:
         sample_brief(brief, n_prompts=2, k=1, backend="transformers")
     assert info.value.path == "rewards[0].args.answer_field"
-    assert "the column rewards[0].args.answer_field names ('solution') is in none of" in info.value.reason
+    assert "the column rewards[0].args.answer_field names ('solution') is in none of" in info.value.message
 
 
 @pytest.mark.slow

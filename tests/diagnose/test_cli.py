@@ -58,7 +58,8 @@ def test_unusable_run_exits_2(tmp_path: Path) -> None:
     code, out, err = invoke(str(tmp_path / "missing"))
     assert code == 2 and "does not exist" in err
     code, out, _ = invoke(str(tmp_path / "missing"), "--json")
-    assert code == 2 and "error" in json.loads(out)
+    payload = json.loads(out)
+    assert code == 2 and payload["ok"] is False and "does not exist" in payload["problems"][0]["message"]
 
 
 def test_diagnosis_record_binds_brief_and_metrics_for_the_gate(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def test_one_change_makes_the_record_fail_and_named(change, expected: str, make_
     change(brief)
     report = run_gate(brief)
     inspected = [c for c in report.failures if c.id == "reward_inspected"]
-    assert [c.reason for c in inspected][:1] == [expected], report.render()
+    assert [c.message for c in inspected][:1] == [expected], report.render()
 
 
 def test_fingerprint_changes_with_any_record(make_brief) -> None:
@@ -86,17 +86,17 @@ def test_deviation_justified_by_a_healthy_run_warns(make_brief, monkeypatch: pyt
     report = run_gate(path)
     assert report.passed, report.render()
     [warn] = [c for c in report.checks if c.id == "recipe_values"]
-    assert warn.verdict == "warn" and "justified by the healthy run runs/first" in warn.reason
+    assert warn.verdict == "warn" and "justified by the healthy run runs/first" in warn.message
     diagnosed_run(run, False, "gate-fixture")
     [fail] = [c for c in run_gate(path).checks if c.id == "recipe_values"]
-    assert fail.verdict == "fail" and "not diagnosed healthy (findings: kl_blowup)" in fail.reason
+    assert fail.verdict == "fail" and "not diagnosed healthy (findings: kl_blowup)" in fail.message
     diagnosed_run(run, True, "another-brief")
     [fail] = [c for c in run_gate(path).checks if c.id == "recipe_values"]
-    assert "belongs to brief 'another-brief', not 'gate-fixture'" in fail.reason
+    assert "belongs to brief 'another-brief', not 'gate-fixture'" in fail.message
     with (run / "metrics.jsonl").open("a") as f:
         f.write('{"step": 6, "reward": 0.0}\n')
     diagnosed = [c for c in run_gate(path).checks if c.id == "recipe_values"]
-    assert "changed since it was diagnosed" in diagnosed[0].reason
+    assert "changed since it was diagnosed" in diagnosed[0].message
 
 
 def test_moe_read_from_a_local_config(make_brief) -> None:
@@ -106,10 +106,10 @@ def test_moe_read_from_a_local_config(make_brief) -> None:
     (model / "config.json").write_text(json.dumps({"model_type": "qwen3_moe", "num_experts": 128}))
     path.write_text(path.read_text().replace("id: Qwen/Qwen2.5-0.5B-Instruct", "id: ./model"))
     [fail] = [c for c in run_gate(path).checks if c.id == "variant_table"]
-    assert fail.verdict == "fail" and "config.json has num_experts: 128" in fail.reason
+    assert fail.verdict == "fail" and "config.json has num_experts: 128" in fail.message
     path.write_text(path.read_text().replace("  num_generations: 8", "  variant: gspo\n  symptom: moe\n  num_generations: 8"))
     [ok] = [c for c in run_gate(path).checks if c.id == "variant_table"]
-    assert ok.verdict == "pass" and "MoE model" in ok.reason
+    assert ok.verdict == "pass" and "MoE model" in ok.message
 
 
 def test_dapo_with_a_kl_term_contradicts_the_variant(make_brief) -> None:
@@ -134,7 +134,7 @@ def test_local_weights_changed_in_place_make_the_records_stale(make_brief) -> No
     assert not [c for c in run_gate(path).failures if c.id in ("reward_inspected", "base_success_nonzero")]
     (model / "model.safetensors").write_bytes(b"\1" * 64)  # same size, new content
     failures = [c for c in run_gate(path).failures if c.id == "reward_inspected"]
-    assert failures and failures[0].reason.startswith("stale: the model changed since the record: model identity")
+    assert failures and failures[0].message.startswith("stale: the model changed since the record: model identity")
 
 
 def test_override_of_a_field_the_brief_decides_elsewhere_fails(make_brief) -> None:
@@ -154,7 +154,7 @@ def test_many_unsure_verdicts_warn(make_brief) -> None:
     report = run_gate(path)
     assert report.passed
     [warn] = [c for c in report.warnings if c.id == "reward_inspected"]
-    assert "unsure on 20 of 64 samples" in warn.reason
+    assert "unsure on 20 of 64 samples" in warn.message
 
 
 def test_a_check_that_raises_rejects_the_brief(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,13 +167,13 @@ def test_a_check_that_raises_rejects_the_brief(make_brief, monkeypatch: pytest.M
     report = run_gate(make_brief("passing"))
     assert not report.passed and report.exit_code == 1
     [fail] = report.failures
-    assert (fail.id, fail.reason) == ("broken_check", "the check itself failed: KeyError: 'grpo'")
+    assert (fail.id, fail.message) == ("broken_check", "the check itself failed: KeyError: 'grpo'")
 
 
 def _base_success_warnings(brief: Path) -> list[tuple[str, str, str]]:
     report = run_gate(brief)
     assert report.passed, report.render()
-    return [(c.path, c.reason, c.fix) for c in report.warnings if c.id == "base_success_nonzero"]
+    return [(c.path, c.message, c.fix) for c in report.warnings if c.id == "base_success_nonzero"]
 
 
 def test_baseline_measured_under_other_settings_warns_naming_each(make_brief,
@@ -214,7 +214,7 @@ def test_baseline_measured_at_an_evaluation_setting_fails(make_brief, monkeypatc
     report = run_gate(brief)
     assert not report.passed and report.exit_code == 1
     [fail] = [c for c in report.failures if c.id == "base_success_nonzero"]
-    assert (fail.path, fail.reason, fail.fix) == (
+    assert (fail.path, fail.message, fail.fix) == (
         "records.baseline", f"the baseline record was measured at {setting} (`finetune baseline --temperature/"
         "--greedy`), an evaluation setting: the learning signal is judged at the training temperature "
         "(grpo.temperature 1)", "run `finetune baseline brief.yaml` without --temperature or --greedy: it "
@@ -271,6 +271,6 @@ def test_tracker_without_its_package_warns_with_the_install_command(make_brief,
     brief.write_text(brief.read_text() + "tracking:\n  report_to: [wandb]\n")
     report = run_gate(brief)
     assert report.passed, report.render()
-    warned = [(c.path, c.reason, c.fix) for c in report.warnings if c.id == "tracking"]
+    warned = [(c.path, c.message, c.fix) for c in report.warnings if c.id == "tracking"]
     assert warned == [("tracking.report_to", "wandb: its package (wandb) is not installed here, so the trainer "
                        "would refuse to start on this machine", "pip install wandb")]

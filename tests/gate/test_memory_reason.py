@@ -16,5 +16,5 @@ def test_unknown_model_names_why_the_estimate_could_not_be_made(tmp_path: Path) 
     memory = next(c for c in report.checks if c.id == "memory_fits")
     assert memory.verdict == "warn"
     assert "the memory estimate could not be made: model.id: 'someorg/not-a-known-model' is not a local model" \
-        in memory.reason
-    assert "finetune memory --list-models" in memory.reason
+        in memory.message
+    assert "finetune memory --list-models" in memory.message

@@ -73,7 +73,7 @@ def test_status_of_a_run_never_launched(tmp_path: Path, model: Path) -> None:
 def test_status_of_a_folder_that_is_no_run(tmp_path: Path) -> None:
     out = cli("status", str(tmp_path), "--json")
     assert out.returncode == 2
-    assert "manifest.json does not exist" in json.loads(out.stdout)["error"]
+    assert "manifest.json does not exist" in json.loads(out.stdout)["problems"][0]["message"]
     assert cli("stop", str(tmp_path / "absent")).returncode == 2
 
 

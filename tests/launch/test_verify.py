@@ -54,7 +54,11 @@ def test_launch_refuses_when_the_gate_no_longer_passes(tmp_path: Path, model: Pa
     (tmp_path / "b" / "records" / "baseline.json").unlink()
     out = finetune("launch", str(run), "--plan")
     assert out.returncode == 1
-    assert "records.baseline" in out.stderr
+    refused = json.loads(out.stdout)  # --plan answers in JSON, a refusal too
+    assert refused["ok"] is False
+    assert [(p["id"], p["path"]) for p in refused["problems"]] == [("record_changed", "records.baseline")]
+    out = finetune("launch", str(run))
+    assert out.returncode == 1 and "records.baseline: " in out.stderr and "Fix: run `finetune gate`" in out.stderr
 
 
 def test_launch_without_manifest_is_unusable(tmp_path: Path) -> None:

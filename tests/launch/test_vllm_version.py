@@ -101,4 +101,4 @@ def test_sampling_refuses_an_unsupported_vllm(tmp_path: Path, monkeypatch: pytes
     importlib.invalidate_caches()
     with pytest.raises(UnusableInput) as info:
         make_backend("vllm", resolved=None, dtype="bfloat16")
-    assert "vLLM 0.40.1 is installed" in info.value.reason and "--backend transformers" in info.value.fix
+    assert "vLLM 0.40.1 is installed" in info.value.message and "--backend transformers" in info.value.fix

@@ -83,7 +83,7 @@ def test_not_a_gguf_file_is_unusable(tmp_path: Path) -> None:
         read_header(bad)
     with pytest.raises(UnusableInput) as info:
         resolve_shape(str(bad))
-    assert "GGUF" in info.value.reason
+    assert "GGUF" in info.value.message
 
 
 def test_truncated_gguf_is_unusable(tmp_path: Path) -> None:

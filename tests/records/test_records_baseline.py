@@ -26,7 +26,7 @@ def test_hand_edit_is_tampered(brief: Any) -> None:
     rec = json.loads(path.read_text())
     rec["pass_at_k"] = 0.25
     path.write_text(json.dumps(rec))
-    assert [(p.kind, p.what) for p in verify_baseline(brief, path)] == [("tampered", "record")]
+    assert [(p.id, p.path) for p in verify_baseline(brief, path)] == [("tampered", "record")]
 
 
 def test_data_change_is_stale(brief: Any) -> None:
@@ -34,14 +34,14 @@ def test_data_change_is_stale(brief: Any) -> None:
     with (brief.folder / "data" / "train.jsonl").open("a") as f:
         f.write('{"prompt": "What is 9 + 9?", "answer": "18"}\n')
     problems = verify_baseline(brief, path)
-    assert [(p.kind, p.what) for p in problems] == [("stale", "data")]
+    assert [(p.id, p.path) for p in problems] == [("stale", "data")]
 
 
 def test_reward_weight_change_is_stale(brief: Any) -> None:
     path = build_baseline(brief)
     brief.path.write_text(brief.path.read_text().replace("weight: 0.5", "weight: 0.6"))
     problems = verify_baseline(loaded(brief.path), path)
-    assert [(p.kind, p.what) for p in problems] == [("stale", "rewards_spec")]
+    assert [(p.id, p.path) for p in problems] == [("stale", "rewards_spec")]
     assert "rewards[1] (my_rewards:contains_answer)" in problems[0].message
 
 
@@ -58,7 +58,7 @@ def test_wrong_format_is_malformed(brief: Any) -> None:
     path.parent.mkdir()
     path.write_text('{"format": "something-else"}')
     problems = verify_baseline(brief, path)
-    assert [(p.kind, p.what) for p in problems] == [("malformed", "record")]
+    assert [(p.id, p.path) for p in problems] == [("malformed", "record")]
 
 
 def test_evaluation_records_sit_beside_the_training_one(brief: Any) -> None:
@@ -103,5 +103,5 @@ def test_missing_training_record_names_the_evaluation_records_beside_it(brief: A
     path = build_baseline(brief, sampling={"temperature": 0.7, "purpose": "evaluation"})
     path.rename(path.with_name("baseline.t0.7.json"))
     [problem] = verify_baseline(brief, path)
-    assert problem.kind == "missing"
+    assert problem.id == "missing"
     assert "baseline.t0.7.json beside it measure evaluation settings, not the training temperature" in problem.message

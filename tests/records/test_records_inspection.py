@@ -14,7 +14,7 @@ from llm_finetuning.records.inspection import RecordError, verify_inspection
 
 
 def kinds(problems: list[Any]) -> list[tuple[str, str]]:
-    return [(p.kind, p.what) for p in problems]
+    return [(p.id, p.path) for p in problems]
 
 
 def edit_json(path: Path, change: Any) -> None:

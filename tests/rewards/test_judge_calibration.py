@@ -95,14 +95,14 @@ def test_unusable_inputs_exit_2(tmp_path: Path, judge_server) -> None:  # type: 
     brief_path = write_brief(tmp_path, judge_server.url("ok"))
     few = write_labels(tmp_path / "few.jsonl", [True] * 10)
     result = calibrate(brief_path, few)
-    assert result.exit_code == 2 and "at least 50" in json.loads(result.stdout)["error"]
+    assert result.exit_code == 2 and "at least 50" in json.loads(result.stdout)["problems"][0]["message"]
     bad = write_labels(tmp_path / "bad.jsonl", [True] * 20 + ["maybe"] + [True] * 29)
     result = calibrate(brief_path, bad)
-    assert result.exit_code == 2 and "line 21" in json.loads(result.stdout)["error"]
+    assert result.exit_code == 2 and "line 21" in json.loads(result.stdout)["problems"][0]["message"]
     # A judge endpoint that answers garbage scores nothing: unusable, and no record is written.
     brief_path = write_brief(tmp_path, judge_server.url("badjson"))
     result = calibrate(brief_path, write_labels(tmp_path / "ok.jsonl", [True] * 50))
-    assert result.exit_code == 2 and "bad_response x50" in json.loads(result.stdout)["error"]
+    assert result.exit_code == 2 and "bad_response x50" in json.loads(result.stdout)["problems"][0]["message"]
     assert not (tmp_path / "records" / "judge-calibration.json").exists()
 
 

@@ -112,7 +112,7 @@ def test_missing_column_and_bad_custom_output_exit_2(tmp_path: Path) -> None:
     rows = write_rows(tmp_path / "rows.jsonl", [{"prompt": "p", "completion": "1"}])
     result = run(str(brief), "--completions", str(rows), "--json")
     assert result.exit_code == 2
-    assert "args.answer_field" in json.loads(result.stdout)["error"]
+    assert "args.answer_field" in json.loads(result.stdout)["problems"][0]["message"]
     brief = write_brief(tmp_path, [{"fn": "myrewards:broken"}])
     result = run(str(brief), "--completions", str(rows))
     assert result.exit_code == 2

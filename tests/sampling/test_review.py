@@ -104,7 +104,7 @@ def test_disagreement_blocks_the_gate(tmp_path: Path) -> None:
     assert drive.wait() == 1
 
     problems = _verify(brief_path, record)
-    assert [(p.kind, p.what) for p in problems] == [("disagreement", "verdicts")]
+    assert [(p.id, p.path) for p in problems] == [("disagreement", "verdicts")]
     assert "s004" in problems[0].message and "name check is too lax" in problems[0].message
 
     again = _review(record, tmp_path)  # a sealed record is shown, never reopened

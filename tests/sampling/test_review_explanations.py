@@ -62,7 +62,7 @@ def test_review_shows_why_each_value_then_seals_and_binds_it(tmp_path: Path) -> 
     lines[1] = json.dumps(edited, ensure_ascii=False, sort_keys=True) + "\n"
     samples_file.write_text("".join(lines))
     problems = _problems(brief_path, record)
-    assert [(p.kind, p.what) for p in problems] == [("tampered", "samples")]
+    assert [(p.id, p.path) for p in problems] == [("tampered", "samples")]
     assert "changed or removed: s001" in problems[0].message
 
 

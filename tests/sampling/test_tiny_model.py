@@ -208,7 +208,7 @@ def test_inspect_writes_record_and_a_report_that_renders(tiny_person_brief: Path
     assert len(record["samples"]) == 50 and record["review"] is None
     assert all(set(s["rewards"]) == {"json_schema"} and "schema" in s["reference"] for s in samples)
     brief = load(tiny_person_brief)
-    kinds = {p.kind for p in verify_inspection(brief, Path(out["record"]), record["bindings"]["model"]["identity"])}
+    kinds = {p.id for p in verify_inspection(brief, Path(out["record"]), record["bindings"]["model"]["identity"])}
     assert kinds == {"incomplete", "unsealed"}  # all that is missing is the person's review
     md = Path(out["report_md"]).read_text()
     assert md.count("\n## ") == 50 and "finetune review" in md

@@ -1,7 +1,7 @@
 """The GRPO brief: schema (brief.schema.json), safe loading, defaults and consistency checks.
 
 Pure: no torch, transformers, trl or vllm. Use `load_brief(path)` to get a checked `Brief` or the list
-of every `BriefError` at once.
+of every `Problem` with it at once.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief.defaults import apply_defaults, recipe_defaults, schema
-from llm_finetuning.errors import BriefError
+from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import sha256_bytes
 
 RECIPE_LEARNING_RATE = 5e-7
@@ -50,7 +50,7 @@ class Brief:
         return self.resolve(self.data.get("output_dir") or f"runs/{self.name}")
 
 
-def load_brief(path: str | Path) -> tuple[Brief | None, list[BriefError]]:
+def load_brief(path: str | Path) -> tuple[Brief | None, list[Problem]]:
     """Load, validate and default a brief. Returns (brief, errors); brief is None when errors exist.
 
     Raises `UnusableInput` when the file cannot be read as YAML at all.

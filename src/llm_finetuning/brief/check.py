@@ -1,6 +1,6 @@
 """Schema validation and cross-field consistency of a brief, every error at once.
 
-Each error is a `BriefError(path, message, fix)`; nothing here prints or exits. Pure: reads only the
+Each error is a `Problem(id, path, message, fix)`; nothing here prints or exits. Pure: reads only the
 files a brief names (existence checks and the AST of custom reward modules), never imports them.
 """
 
@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 
 from llm_finetuning.brief.columns import check_data_columns
 from llm_finetuning.brief.defaults import apply_defaults, schema
-from llm_finetuning.errors import BriefError, format_path, short_repr
+from llm_finetuning.errors import Problem, format_path, short_repr
 from llm_finetuning.rewards import registry
 
 LOCAL_DATA_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
@@ -45,7 +45,7 @@ def _example_for(sub: dict[str, Any]) -> str:
         str(t), "...")
 
 
-def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...] = ()) -> list[BriefError]:
+def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:
     parts = list(prefix) + list(err.absolute_path)
     path = format_path(parts)
     v = err.validator
@@ -56,8 +56,8 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
         out = []
         for m in missing:
             sub = sch.get("properties", {}).get(m, {})
-            out.append(BriefError(format_path([*parts, m]), "is missing",
-                                  f"add `{m}: {_example_for(sub)}` ({sub.get('description', 'required')})"))
+            out.append(Problem("missing_field", format_path([*parts, m]), "is missing",
+                               f"add `{m}: {_example_for(sub)}` ({sub.get('description', 'required')})"))
         return out
     if v == "additionalProperties":
         known = sorted(sch.get("properties", {}))
@@ -66,52 +66,55 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
         for k in extra:
             close = difflib.get_close_matches(str(k), known, n=1)
             hint = f"rename it to `{close[0]}`" if close else f"remove it (known fields: {', '.join(known)})"
-            out.append(BriefError(format_path([*parts, str(k)]), "is not a field of the brief", hint))
+            out.append(Problem("unknown_field", format_path([*parts, str(k)]), "is not a field of the brief", hint))
         return out
     if v in ("enum", "const") and parts == ["method"]:
-        return [BriefError(path, f"found {short_repr(inst)}; this product trains GRPO only",
-                           "set `method: grpo`; for preference pairs use the preference-optimization skill (DPO), "
-                           "for demonstrations the lora-qlora-recipes skill (SFT)")]
+        return [Problem("not_grpo", path, f"found {short_repr(inst)}; this product trains GRPO only",
+                        "set `method: grpo`; for preference pairs use the preference-optimization skill (DPO), "
+                        "for demonstrations the lora-qlora-recipes skill (SFT)")]
     if v in ("enum", "const"):
         allowed = sch.get("enum", [sch.get("const")])
         shown = " | ".join(str(a) for a in allowed if a is not None)
         close = difflib.get_close_matches(str(inst), [str(a) for a in allowed if a is not None], n=1)
         fix = f"set it to `{close[0]}`" if close else f"use one of: {shown}"
-        return [BriefError(path, f"found {short_repr(inst)}; expected one of {shown}", fix)]
+        return [Problem("invalid_value", path, f"found {short_repr(inst)}; expected one of {shown}", fix)]
     if v == "type":
         want = sch.get("type")
         want_s = " or ".join(want) if isinstance(want, list) else str(want)
-        return [BriefError(path, f"found {_type_name(inst)} {short_repr(inst)}; expected {want_s}",
-                           f"write {'an' if want_s[0] in 'aeiou' else 'a'} {want_s} here (e.g. {_example_for(sch)})")]
+        return [Problem("invalid_value", path,
+                        f"found {_type_name(inst)} {short_repr(inst)}; expected {want_s}",
+                        f"write {'an' if want_s[0] in 'aeiou' else 'a'} {want_s} here (e.g. {_example_for(sch)})")]
     if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         word = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}[str(v)]
-        return [BriefError(path, f"found {short_repr(inst)}; must be {word} {err.validator_value}",
-                           f"set a value {word} {err.validator_value}")]
+        return [Problem("invalid_value", path,
+                        f"found {short_repr(inst)}; must be {word} {err.validator_value}",
+                        f"set a value {word} {err.validator_value}")]
     if v == "pattern":
-        return [BriefError(path, f"found {short_repr(inst)}; must match {err.validator_value}",
-                           "use lowercase letters, digits and '-'" if "a-z0-9-" in str(err.validator_value)
-                           else f"write a value matching {err.validator_value}")]
+        return [Problem("invalid_value", path, f"found {short_repr(inst)}; must match {err.validator_value}",
+                        "use lowercase letters, digits and '-'" if "a-z0-9-" in str(err.validator_value)
+                        else f"write a value matching {err.validator_value}")]
     if v in ("minLength", "minItems"):
-        return [BriefError(path, "is empty", "give at least one value")]
+        return [Problem("invalid_value", path, "is empty", "give at least one value")]
     if v in ("maxLength", "maxItems"):
-        return [BriefError(path, f"is too long (limit {err.validator_value})", "shorten it")]
+        return [Problem("invalid_value", path, f"is too long (limit {err.validator_value})", "shorten it")]
     if v == "oneOf" and isinstance(inst, dict):
         alternatives = err.validator_value if isinstance(err.validator_value, list) else []
         options = [" + ".join(o.get("required", [])) for o in alternatives if isinstance(o, dict)]
         given = [o for o in options if o and all(k in inst for k in o.split(" + "))]
         what = "sets " + " and ".join(given) if len(given) > 1 else "sets none of " + " / ".join(options)
-        return [BriefError(path, what, f"give exactly one of: {' / '.join(options)}")]
+        return [Problem("conflicting_fields", path, what, f"give exactly one of: {' / '.join(options)}")]
     if v == "not":
-        return [BriefError(path, "combines fields that exclude each other", "keep only one of them")]
-    return [BriefError(path, err.message, "see references/brief-fields.md")]
+        return [Problem("conflicting_fields", path,
+                        "combines fields that exclude each other", "keep only one of them")]
+    return [Problem("invalid_value", path, err.message, "see references/brief-fields.md")]
 
 
-def _collect_schema_errors(raw: dict[str, Any]) -> list[BriefError]:
-    errors: list[BriefError] = []
+def _collect_schema_errors(raw: dict[str, Any]) -> list[Problem]:
+    errors: list[Problem] = []
     for err in _validator(schema()).iter_errors(raw):
         if err.validator == "anyOf" and list(err.absolute_path)[-1:] == ["target_modules"]:
-            errors.append(BriefError(format_path(list(err.absolute_path)), f"found {short_repr(err.instance)}",
-                                     "write `all-linear` or a list of module names such as [q_proj, v_proj]"))
+            errors.append(Problem("invalid_value", format_path(list(err.absolute_path)), f"found {short_repr(err.instance)}",
+                                  "write `all-linear` or a list of module names such as [q_proj, v_proj]"))
             continue
         errors.extend(_schema_error(err))
     return errors
@@ -129,7 +132,7 @@ def _looks_local(ref: str) -> bool:
     return ref.endswith(LOCAL_DATA_SUFFIXES) or ref.startswith((".", "/", "~")) or ref.count("/") != 1
 
 
-def _check_data(data: dict[str, Any], folder: Path) -> list[BriefError]:
+def _check_data(data: dict[str, Any], folder: Path) -> list[Problem]:
     errors = []
     for key in ("train", "eval"):
         ref = data.get(key)
@@ -139,19 +142,21 @@ def _check_data(data: dict[str, Any], folder: Path) -> list[BriefError]:
             p = Path(ref).expanduser()
             p = p if p.is_absolute() else folder / p
             if not _exists(p):
-                errors.append(BriefError(f"data.{key}", f"file {ref!r} does not exist (looked at {p})",
-                                         "fix the path (relative to the brief's folder) or generate the data"))
+                errors.append(Problem("missing_file", f"data.{key}",
+                                      f"file {ref!r} does not exist (looked at {p})",
+                                      "fix the path (relative to the brief's folder) or generate the data"))
             elif p.is_file() and not p.name.endswith(LOCAL_DATA_SUFFIXES):
-                errors.append(BriefError(f"data.{key}", f"{ref!r} is not a .jsonl, .json, .parquet or .csv file",
-                                         "convert the data to JSON Lines"))
+                errors.append(Problem("unsupported_format", f"data.{key}",
+                                      f"{ref!r} is not a .jsonl, .json, .parquet or .csv file",
+                                      "convert the data to JSON Lines"))
     return errors
 
 
-def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path) -> list[BriefError]:
+def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path) -> list[Problem]:
     errors = []
     if "lora" in raw_model and model.get("adapter") == "full":
-        errors.append(BriefError("model.lora", "is set but model.adapter is full",
-                                 "set `model.adapter: lora` (or qlora), or remove model.lora"))
+        errors.append(Problem("inconsistent_fields", "model.lora", "is set but model.adapter is full",
+                              "set `model.adapter: lora` (or qlora), or remove model.lora"))
     mid = model.get("id")
     if not isinstance(mid, str) or not mid:
         return errors  # the schema error already names model.id
@@ -161,22 +166,25 @@ def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path)
         p = Path(mid).expanduser()
         p = p if p.is_absolute() else folder / p
         if not _exists(p) or not p.is_dir():
-            errors.append(BriefError("model.id", f"local model directory {mid!r} does not exist (looked at {p})",
-                                     "give an existing directory with config.json, or a hub id such as Qwen/Qwen2.5-1.5B-Instruct"))
+            errors.append(Problem("missing_file", "model.id",
+                                  f"local model directory {mid!r} does not exist (looked at {p})",
+                                  "give an existing directory with config.json, or a hub id such as Qwen/Qwen2.5-1.5B-Instruct"))
         elif isinstance(gguf, str) and gguf and not (_exists(p / gguf) and (p / gguf).is_file()):
-            errors.append(BriefError("model.gguf_file", f"{gguf!r} is not a file inside {mid!r}",
-                                     "name a .gguf file that exists in model.id"))
+            errors.append(Problem("missing_file", "model.gguf_file", f"{gguf!r} is not a file inside {mid!r}",
+                                  "name a .gguf file that exists in model.id"))
     if isinstance(gguf, str) and gguf and not gguf.endswith(".gguf"):
-        errors.append(BriefError("model.gguf_file", f"found {gguf!r}; expected a file name ending in .gguf",
-                                 "name the .gguf file, or set it to null"))
+        errors.append(Problem("invalid_value", "model.gguf_file",
+                              f"found {gguf!r}; expected a file name ending in .gguf",
+                              "name the .gguf file, or set it to null"))
     if model.get("adapter") == "qlora" and model.get("dtype") == "float32":
-        errors.append(BriefError("model.dtype", "qlora computes in bfloat16 or float16, found float32",
-                                 "set `model.dtype: bfloat16`"))
+        errors.append(Problem("inconsistent_fields", "model.dtype",
+                              "qlora computes in bfloat16 or float16, found float32",
+                              "set `model.dtype: bfloat16`"))
     return errors
 
 
-def _check_rewards(rewards: list[Any], folder: Path) -> list[BriefError]:
-    errors: list[BriefError] = []
+def _check_rewards(rewards: list[Any], folder: Path) -> list[Problem]:
+    errors: list[Problem] = []
     for i, spec in enumerate(rewards):
         if not isinstance(spec, dict) or not isinstance(spec.get("fn"), str):
             continue
@@ -188,14 +196,14 @@ def _check_rewards(rewards: list[Any], folder: Path) -> list[BriefError]:
             except (OSError, ValueError) as exc:
                 problem = f"{fn!r} cannot be looked up as a module: {exc}"
             if problem:
-                errors.append(BriefError(f"{base}.fn", problem,
-                                         "put the module next to the brief (or on PYTHONPATH) and check the names"))
+                errors.append(Problem("reward_not_found", f"{base}.fn", problem,
+                                      "put the module next to the brief (or on PYTHONPATH) and check the names"))
             continue
         if fn not in registry.BUILTINS:
             close = difflib.get_close_matches(fn, registry.builtin_names(), n=1)
             fix = (f"did you mean `{close[0]}`? " if close else "") + \
                 f"use one of {', '.join(registry.builtin_names())}, or module:function for a custom reward"
-            errors.append(BriefError(f"{base}.fn", f"unknown reward {fn!r}", fix))
+            errors.append(Problem("unknown_reward", f"{base}.fn", f"unknown reward {fn!r}", fix))
             continue
         args = spec.get("args", {})
         if not isinstance(args, dict):
@@ -206,37 +214,39 @@ def _check_rewards(rewards: list[Any], folder: Path) -> list[BriefError]:
     return errors
 
 
-def _check_grpo(grpo: dict[str, Any]) -> list[BriefError]:
+def _check_grpo(grpo: dict[str, Any]) -> list[Problem]:
     errors = []
     variant = grpo.get("variant", "grpo")
     symptom = grpo.get("symptom")
     if variant != "grpo" and symptom is None:
         want = VARIANT_SYMPTOM.get(str(variant), "...")
-        errors.append(BriefError("grpo.symptom", f"is required with variant {variant!r}",
-                                 f"set `grpo.symptom: {want}` after `finetune diagnose` showed it, or go back to `variant: grpo`"))
+        errors.append(Problem("inconsistent_fields", "grpo.symptom", f"is required with variant {variant!r}",
+                              f"set `grpo.symptom: {want}` after `finetune diagnose` showed it, or go back to `variant: grpo`"))
     if variant == "grpo" and symptom is not None:
-        errors.append(BriefError("grpo.symptom", f"found {symptom!r} but variant is grpo",
-                                 f"set `grpo.variant: {[v for v, s in VARIANT_SYMPTOM.items() if s == symptom][0]}` or remove the symptom"))
+        errors.append(Problem("inconsistent_fields", "grpo.symptom", f"found {symptom!r} but variant is grpo",
+                              f"set `grpo.variant: {[v for v, s in VARIANT_SYMPTOM.items() if s == symptom][0]}` or remove the symptom"))
     overrides = grpo.get("overrides", {})
     decided = set(grpo) - {"overrides", "variant", "symptom", "deviation"}
     if isinstance(overrides, dict):
         for key in sorted(overrides):
             if key in decided:
-                errors.append(BriefError(f"grpo.overrides.{key}", f"repeats grpo.{key}, which the brief already decides",
-                                         f"set `grpo.{key}` and remove it from overrides"))
+                errors.append(Problem("inconsistent_fields", f"grpo.overrides.{key}",
+                                      f"repeats grpo.{key}, which the brief already decides",
+                                      f"set `grpo.{key}` and remove it from overrides"))
     return errors
 
 
-def _check_hardware(hw: dict[str, Any]) -> list[BriefError]:
+def _check_hardware(hw: dict[str, Any]) -> list[Problem]:
     errors = []
     gpus = hw.get("gpus", 1)
     if gpus == 0 and hw.get("generation") != "transformers":
-        errors.append(BriefError("hardware.generation", f"{hw.get('generation')} needs a GPU but hardware.gpus is 0",
-                                 "set `hardware.generation: transformers` for a CPU run"))
+        errors.append(Problem("inconsistent_fields", "hardware.generation",
+                              f"{hw.get('generation')} needs a GPU but hardware.gpus is 0",
+                              "set `hardware.generation: transformers` for a CPU run"))
     return errors
 
 
-def check_brief(raw: dict[str, Any], folder: Path) -> list[BriefError]:
+def check_brief(raw: dict[str, Any], folder: Path) -> list[Problem]:
     """Every error of the brief: schema first, then cross-field checks on the defaulted brief."""
     errors = _collect_schema_errors(raw)
     # Cross-field checks run on whatever sections are well-typed, so one bad field hides nothing else.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.errors import BriefError, UnusableInput
+from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.rewards.registry import data_columns
 
 FIRST_ROWS = 20
@@ -89,7 +89,7 @@ def first_rows(path: Path, n: int = FIRST_ROWS) -> list[dict[str, Any]] | None:
 
 
 def missing_columns(needed: list[Needed], rows: list[dict[str, Any]], source: str,
-                    name_path: bool = False) -> list[BriefError]:
+                    name_path: bool = False) -> list[Problem]:
     """One error per needed column that some of `rows` lack, naming the columns they do have
     (`name_path`: the message itself names the YAML path, for errors printed without it)."""
     errors = []
@@ -111,15 +111,16 @@ def missing_columns(needed: list[Needed], rows: list[dict[str, Any]], source: st
         close = difflib.get_close_matches(need.column, found, n=1, cutoff=0.8)  # a typo, not a guess
         how = (f"set `{need.yaml_path}: {close[0]}`" if close
                else f"set `{need.yaml_path}` to the right column (one of: {', '.join(found)})")
-        errors.append(BriefError(need.yaml_path, what, f"{how}, or add the column {need.column!r} to the data"))
+        errors.append(Problem("missing_column", need.yaml_path, what,
+                              f"{how}, or add the column {need.column!r} to the data"))
     return errors
 
 
-def check_data_columns(data: dict[str, Any], rewards: list[Any], folder: Path) -> list[BriefError]:
+def check_data_columns(data: dict[str, Any], rewards: list[Any], folder: Path) -> list[Problem]:
     """Errors for columns the brief names that the local train/eval files lack (hub datasets are checked
     when a verb loads them)."""
     needed = needed_columns(data, rewards)
-    errors: list[BriefError] = []
+    errors: list[Problem] = []
     for key in ("train", "eval"):
         ref = data.get(key)
         if not isinstance(ref, str) or not ref:
@@ -131,13 +132,13 @@ def check_data_columns(data: dict[str, Any], rewards: list[Any], folder: Path) -
         try:
             rows = first_rows(path)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
-            errors.append(BriefError(f"data.{key}", f"{ref} cannot be read as data: {exc}",
-                                     "write one JSON object per line (or a JSON list, CSV with a header, Parquet)"))
+            errors.append(Problem("unreadable_data", f"data.{key}", f"{ref} cannot be read as data: {exc}",
+                                  "write one JSON object per line (or a JSON list, CSV with a header, Parquet)"))
             continue
         if rows is None:
             continue
         if not rows:
-            errors.append(BriefError(f"data.{key}", f"{ref} holds no rows", "add examples"))
+            errors.append(Problem("empty_data", f"data.{key}", f"{ref} holds no rows", "add examples"))
             continue
         errors += missing_columns(needed, rows, f"data.{key} ({ref})")
     return errors

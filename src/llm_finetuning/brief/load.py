@@ -97,7 +97,8 @@ def load_yaml_file(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise UnusableInput(f"{path} does not exist", "give the path of a brief YAML file") from None
     except OSError as exc:
-        raise UnusableInput(f"{path} cannot be read: {exc.strerror}") from None
+        raise UnusableInput(f"{path} cannot be read: {exc.strerror}",
+                            "make the file readable by this user, or give another path") from None
     if path.is_dir():
         raise UnusableInput(f"{path} is a directory", "give the path of the brief YAML file inside it")
     if size > MAX_BRIEF_BYTES:
@@ -106,7 +107,8 @@ def load_yaml_file(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise UnusableInput(f"{path} cannot be read: {exc.strerror}") from None
+        raise UnusableInput(f"{path} cannot be read: {exc.strerror}",
+                            "make the file readable by this user, or give another path") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,8 +1,7 @@
-"""Helpers shared by the verbs: loading a brief for a verb and printing errors the one way."""
+"""Helpers shared by the verbs: loading a brief for a verb and printing problems the one way."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -10,29 +9,36 @@ from typing import NoReturn
 import click
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import EXIT_UNUSABLE, BriefError, UnusableInput, render_errors
+from llm_finetuning.errors import (
+    EXIT_UNUSABLE,
+    Problem,
+    UnusableInput,
+    render_problems,
+    sort_problems,
+)
 
 
 def fail_unusable(exc: UnusableInput, as_json: bool = False) -> NoReturn:
-    """Print an unusable-input error (one line) and exit 2."""
+    """Print an unusable-input error (one line, or the JSON error shape) and exit 2."""
     if as_json:
-        click.echo(json.dumps({"error": exc.reason, "fix": exc.fix, "path": exc.path}))
+        click.echo(render_problems([exc.problem], as_json=True))
     else:
-        click.echo(f"error: {exc.line()}", err=True)
+        click.echo(f"error: {render_problems([exc.problem])}", err=True)
     sys.exit(EXIT_UNUSABLE)
 
 
-def fail_brief(errors: list[BriefError], brief_path: Path, as_json: bool = False) -> NoReturn:
-    """Print every brief error and exit 2."""
+def fail_brief(problems: list[Problem], brief_path: Path, as_json: bool = False) -> NoReturn:
+    """Print every problem of the brief, sorted by YAML path, and exit 2."""
+    ordered = sort_problems(problems)
     if as_json:
-        click.echo(render_errors(errors, as_json=True))
+        click.echo(render_problems(ordered, as_json=True))
     else:
-        click.echo(render_errors(errors, header=f"{brief_path}: {len(errors)} problem(s)"), err=True)
+        click.echo(render_problems(ordered, header=f"{brief_path}: {len(ordered)} problem(s)"), err=True)
     sys.exit(EXIT_UNUSABLE)
 
 
 def load_checked_brief(path: str | Path, as_json: bool = False, *, for_gate: bool = False) -> Brief:
-    """A valid Brief, or exit 2 with every error printed. The verb loads its brief once, here, and passes it down.
+    """A valid Brief, or exit 2 with every problem printed. The verb loads its brief once, here, and passes it down.
 
     `for_gate`: through the gate's loader, which skips the schema validation for a brief that passed it
     before and nothing it names changed (`gate.fastload`); for the verbs that gate what they load."""

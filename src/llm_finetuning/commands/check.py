@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from llm_finetuning.commands._common import fail_brief, fail_unusable
-from llm_finetuning.errors import UnusableInput
+from llm_finetuning.errors import UnusableInput, render_problems
 
 
 def _note_missing_embedded_model(model: dict[str, object]) -> None:
@@ -39,6 +38,6 @@ def command(brief: Path, as_json: bool) -> None:
     assert loaded is not None
     _note_missing_embedded_model(loaded.section("model"))
     if as_json:
-        click.echo(json.dumps({"valid": True, "errors": [], "name": loaded.name, "sha256": loaded.sha256}))
+        click.echo(render_problems([], as_json=True, extra={"name": loaded.name, "sha256": loaded.sha256}))
     else:
         click.echo(f"{brief}: valid brief '{loaded.name}' (sha256 {loaded.sha256[:12]})")

@@ -9,12 +9,12 @@ with the arguments in it, reaches the model). Exit 0 written or already there, 2
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from llm_finetuning.errors import EXIT_UNUSABLE
+from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.errors import UnusableInput
 
 PLUGIN_COMMAND = "llm-finetuning:finetune"
 COMMAND_FILE = Path(".claude") / "commands" / "finetune.md"
@@ -44,19 +44,17 @@ def command(project: Path, force: bool) -> None:
 
     target = project / COMMAND_FILE
     if target.is_dir():
-        click.echo(f"error: {target}: is a folder, expected the command file. Fix: move it away and run "
-                   "`finetune install-command` again", err=True)
-        sys.exit(EXIT_UNUSABLE)
+        fail_unusable(UnusableInput("is a folder, expected the command file.",
+                                    "move it away and run `finetune install-command` again", str(target)))
     if target.is_file():
         existing = target.read_text(errors="replace")
         if existing == COMMAND_TEXT:
             click.echo(f"{target}: already installed; /finetune BRIEF hands over to /{PLUGIN_COMMAND}")
             return
         if not force:
-            click.echo(f"error: {target}: a different /finetune command is already there (left unchanged). "
-                       f"Fix: run `finetune install-command --project {project} --force` to replace it",
-                       err=True)
-            sys.exit(EXIT_UNUSABLE)
+            fail_unusable(UnusableInput(
+                "a different /finetune command is already there (left unchanged).",
+                f"run `finetune install-command --project {project} --force` to replace it", str(target)))
     atomic_write_bytes(target, COMMAND_TEXT.encode())
     click.echo(f"wrote {target}: /finetune BRIEF in Claude Code now hands over to the llm-finetuning "
                f"plugin's /{PLUGIN_COMMAND} (the plugin must be installed)")

@@ -10,18 +10,18 @@ supervisor in its own session (llm_finetuning.launch.detach) and returns at once
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
-from llm_finetuning.errors import EXIT_REJECTED
+from llm_finetuning.errors import EXIT_REJECTED, Problem, render_problems
+from llm_finetuning.launch import LaunchRefused
 
 
 def _run_script(run_dir: Path, resume: bool) -> int:
@@ -42,6 +42,13 @@ def _run_script(run_dir: Path, resume: bool) -> int:
     return EXIT_REJECTED if code < 0 or code > 2 else code
 
 
+def _refuse(run_dir: Path, refused: LaunchRefused, as_json: bool = False) -> NoReturn:
+    """Print why the launch is refused (text on stderr; with --plan, the JSON error shape on stdout); exit."""
+    click.echo(render_problems(refused.problems, as_json=as_json, header=refused.header(run_dir)),
+               err=not as_json)
+    sys.exit(refused.exit_code)
+
+
 def _print_detached(record: dict[str, Any]) -> None:
     q = shlex.quote(str(Path(record["log"]).parent))
     click.echo(f"finetune launch: started in the background, pid {record['pid']}; log {record['log']}")
@@ -58,7 +65,8 @@ def _print_detached(record: dict[str, Any]) -> None:
               help="Verify here, then train in the background in its own session (log in RUN_DIR/launch.log, "
               "pid in RUN_DIR/launch.pid) and return at once; watch with `finetune status`, end with `finetune stop`.")
 @click.option("--plan", "plan_only", is_flag=True,
-              help="Verify, print what would run as JSON (with any missing backend), and stop.")
+              help="Verify, print what would run as JSON (with any missing backend), and stop; a refusal is "
+              "printed as JSON too ({\"ok\": false, \"problems\": [...]}).")
 def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
     """Verify RUN_DIR (manifest, brief, records, gate, vLLM) and train it with TRL's GRPOTrainer.
 
@@ -66,36 +74,32 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
     (after a checkpoint), 2 unusable. With --detach it returns at once (exit 0 started) and the run goes
     on after the shell that started it ends. A run already training in RUN_DIR is refused (exit 1),
     naming its pid."""
-    from llm_finetuning.launch import LaunchRefused, launch_plan, verify_run
+    from llm_finetuning.launch import launch_plan, verify_run
     from llm_finetuning.launch.detach import live_run
 
     running = None if plan_only else live_run(run_dir)
     if running is not None:
-        click.echo(f"finetune launch: {run_dir} is already training (pid {running}). Fix: wait for it "
-                   f"(`finetune status {run_dir}`) or stop it (`finetune stop {run_dir}`) first", err=True)
-        sys.exit(EXIT_REJECTED)
+        _refuse(run_dir, LaunchRefused([Problem(
+            "already_training", "", f"{run_dir} is already training (pid {running}).",
+            f"wait for it (`finetune status {run_dir}`) or stop it (`finetune stop {run_dir}`) first")]))
     try:
         run = verify_run(run_dir, check_backend=not plan_only)
     except LaunchRefused as exc:
-        click.echo(f"finetune launch: {run_dir} is refused:", err=True)
-        for line in exc.lines:
-            click.echo(f"  {line}", err=True)
-        sys.exit(exc.exit_code)
+        _refuse(run_dir, exc, as_json=plan_only)
     plan = launch_plan(run, resume)
     if plan_only:
-        click.echo(json.dumps(plan, indent=2))
+        click.echo(render_problems(run.warnings, as_json=True, extra=plan))
         return
     if plan["how"] == "sbatch":
-        click.echo(f"finetune launch: this run spans {plan['nodes']} nodes; submit it to SLURM: {plan['command']}",
-                   err=True)
-        sys.exit(EXIT_REJECTED)
+        _refuse(run_dir, LaunchRefused([Problem("several_nodes", "hardware.nodes", f"this run spans {plan['nodes']} "
+                                                "nodes, which one launch here cannot start.",
+                                                f"submit it to SLURM: {plan['command']}")]))
     if detach:
         from llm_finetuning.launch.detach import detach_problem, start_detached
 
         problem = detach_problem(run.run_dir, resume)
         if problem:  # what training would refuse in the background, refused here in the same words
-            click.echo(f"finetune launch: {problem}", err=True)
-            sys.exit(EXIT_REJECTED)
+            _refuse(run_dir, LaunchRefused([problem]))
         _print_detached(start_detached(run.run_dir, resume))
         return
     from llm_finetuning.launch.detach import forget_stale_launch

@@ -5,7 +5,6 @@ Pure: imports no torch, transformers, trl or vllm, so it answers in well under a
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import click
 
 from llm_finetuning.commands._common import fail_unusable, load_checked_brief
-from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
+from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput, render_problems
 from llm_finetuning.gate.result import GateReport
 
 
@@ -43,7 +42,8 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
         fail_unusable(exc, as_json)
     if not report.passed:
         if as_json:
-            click.echo(json.dumps({"rendered": False, "gate": report.to_json()}))
+            click.echo(render_problems(report.problems, as_json=True,
+                                       extra={"rendered": False, "gate": report.to_json()}))
         else:
             click.echo(report.render())
             click.echo(f"{brief}: nothing was rendered.")
@@ -55,18 +55,14 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
         recommend, why_not = _recommend(report)
         result = render_run(loaded, run_dir, gate_fingerprint(loaded), recommend)
     except RenderError as exc:
-        if as_json:
-            click.echo(json.dumps({"rendered": False, "errors": [e.to_json() for e in exc.errors]}))
-        else:
-            click.echo(f"{brief}: cannot be rendered into a run TRL accepts:", err=True)
-            for e in exc.errors:
-                click.echo(e.line(), err=True)
+        click.echo(render_problems(exc.problems, as_json=as_json, extra={"rendered": False},
+                                   header=f"{brief}: cannot be rendered into a run TRL accepts:"), err=not as_json)
         sys.exit(EXIT_UNUSABLE)
     notes = ([why_not] if why_not else []) + result.plan.notes + [f"trl grpo: {n}" for n in result.plan.trl_cli_notes]
     if as_json:
-        click.echo(json.dumps({"rendered": True, "run_dir": str(run_dir), "files": result.files,
-                               "topology": result.plan.topology.to_json(), "notes": notes,
-                               "gate": report.to_json()}))
+        click.echo(render_problems(report.problems, as_json=True, extra={
+            "rendered": True, "run_dir": str(run_dir), "files": result.files,
+            "topology": result.plan.topology.to_json(), "notes": notes, "gate": report.to_json()}))
         return
     topo = result.plan.topology
     click.echo(f"{brief}: gate passed; rendered run '{loaded.name}' into {run_dir}")

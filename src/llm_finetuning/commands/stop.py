@@ -14,7 +14,8 @@ from pathlib import Path
 
 import click
 
-from llm_finetuning.errors import EXIT_OK, EXIT_UNUSABLE
+from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.errors import EXIT_OK
 
 
 @click.command("stop")
@@ -39,8 +40,7 @@ def command(run_dir: Path, wait_s: float | None) -> None:
     try:
         record, outcome = request_stop(run_dir)
     except NothingRuns as exc:
-        click.echo(f"finetune stop: {exc}", err=True)
-        sys.exit(EXIT_UNUSABLE)
+        fail_unusable(exc)
     q = shlex.quote(str(run_dir))
     if outcome == ENDED:
         click.echo(f"finetune stop: the run in {run_dir} (pid {record['pid']}) has already ended; "

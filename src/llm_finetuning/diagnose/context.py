@@ -81,7 +81,7 @@ def _read_brief(ctx: RunContext, brief_path: Path) -> Brief | None:
     try:
         brief, errors = load_brief(brief_path)
     except UnusableInput as exc:
-        ctx.notes.append(f"brief {brief_path} unreadable: {exc.reason}")
+        ctx.notes.append(f"brief {brief_path} unreadable: {exc.message}")
         return None
     if brief is None:
         ctx.notes.append(f"brief {brief_path} has {len(errors)} error(s); diagnosing from the metrics alone")

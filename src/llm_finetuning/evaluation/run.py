@@ -93,16 +93,17 @@ def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, dict[str
         problems = verify_baseline(brief, path, identity)
         if not problems:
             return path, load_baseline(path), notes
-        if problems[0].kind == "missing":
+        if problems[0].id == "missing":
             why = (f"no baseline record at {decoding.label} ({shown(path)}; `finetune baseline "
                    f"{shown(brief.path)} {decoding.flag}` writes one)")
         else:
-            why = f"the baseline record at {decoding.label} cannot be used ({problems[0].kind}: {problems[0].message})"
+            why = f"the baseline record at {decoding.label} cannot be used ({problems[0].id}: {problems[0].message})"
         notes.append(f"{why}: the base model is sampled again at {decoding.label} on the prompts of {shown(training)}")
     problems = verify_baseline(brief, training, identity)
     if problems:
-        raise UnusableInput(f"the baseline record cannot stand for the base model: {problems[0].line()}",
-                            problems[0].fix, "records.baseline")
+        first = problems[0]
+        raise UnusableInput(f"the baseline record cannot stand for the base model: {first.id} ({first.path}): "
+                            f"{first.message}", first.fix, "records.baseline")
     return training, load_baseline(training), notes
 
 

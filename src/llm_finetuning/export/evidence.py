@@ -78,7 +78,7 @@ def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint
         ev.gate_passed = report.passed
         ev.gate_lines = [c.line() for c in report.checks if c.verdict != "pass"]
     except UnusableInput as exc:
-        ev.gate_lines = [f"the gate could not run: {exc.reason}"]
+        ev.gate_lines = [f"the gate could not run: {exc.message}"]
     ev.training = training_figures(run_dir)
     evaluation = read_json_or_none(run_dir / "eval.json")
     if evaluation is None:
@@ -95,6 +95,6 @@ def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint
 
             diagnosis = diagnose_run(run_dir, brief)
         except UnusableInput as exc:
-            ev.diagnosis_note = f"no diagnosis: {exc.reason}"
+            ev.diagnosis_note = f"no diagnosis: {exc.message}"
     ev.diagnosis = diagnosis
     return ev

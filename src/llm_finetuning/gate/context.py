@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import UnusableInput
+from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import read_json_or_none
-from llm_finetuning.records.problem import Problem
 
 if TYPE_CHECKING:
     from llm_finetuning.memory import Estimate
@@ -152,11 +151,11 @@ def load_context(brief: Brief) -> GateContext:
     records = brief.data["records"]
     bpath = brief.resolve(records["baseline"])
     ctx.baseline_problems = verify_baseline(brief, bpath, ctx.model_identity)
-    if not any(p.kind in ("missing", "malformed") for p in ctx.baseline_problems):
+    if not any(p.id in ("missing", "malformed") for p in ctx.baseline_problems):
         ctx.baseline = load_baseline(bpath)
     ipath = brief.resolve(records["inspection"])
     ctx.inspection_problems = verify_inspection(brief, ipath, ctx.model_identity)
-    if not any(p.kind in ("missing", "malformed") for p in ctx.inspection_problems):
+    if not any(p.id in ("missing", "malformed") for p in ctx.inspection_problems):
         ctx.inspection = load_inspection(ipath)
     ctx.judge_problems = _load_judge(brief)
     ctx.deviation = _load_deviation(brief)

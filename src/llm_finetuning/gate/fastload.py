@@ -16,7 +16,7 @@ from typing import Any
 
 import llm_finetuning
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import BriefError
+from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import atomic_write_json, cache_dir, sha256_bytes
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
@@ -103,7 +103,7 @@ def _remember(path: Path, brief: Brief) -> None:
         pass
 
 
-def load_brief_for_gate(path: Path) -> tuple[Brief | None, list[BriefError]]:
+def load_brief_for_gate(path: Path) -> tuple[Brief | None, list[Problem]]:
     """Like `llm_finetuning.brief.load_brief`, with the cached fast path described above (on a hit,
     neither PyYAML nor jsonschema is imported)."""
     path = Path(path)

@@ -1,11 +1,15 @@
-"""The gate's verdicts as values: one `CheckResult` per finding, gathered into a `GateReport`."""
+"""The gate's verdicts as values: one `CheckResult` per finding, gathered into a `GateReport`.
+
+A failed or warning result is also a `Problem` (id = the check's id, severity error or warning), so the
+gate's JSON carries the one error shape every verb prints (`problems`) beside its table of `checks`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
+from llm_finetuning.errors import ERROR, EXIT_OK, EXIT_REJECTED, WARNING, Problem, problems_json
 
 if TYPE_CHECKING:
     from llm_finetuning.memory import Estimate
@@ -15,20 +19,29 @@ PASS, FAIL, WARN = "pass", "fail", "warn"
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check's verdict on one thing: id, pass/fail/warn, the YAML path, the reason, and the fix."""
+    """One check's verdict on one thing: id, pass/fail/warn, the YAML path, the message, and the fix."""
 
     id: str
     verdict: str
     path: str
-    reason: str
+    message: str
     fix: str = ""
 
     def line(self) -> str:
+        """One row of the gate's table: verdict, check id, then the path, message and (unless passed) fix."""
         fix = f" Fix: {self.fix}" if self.fix and self.verdict != PASS else ""
-        return f"{self.verdict.upper():4}  {self.id:<20}  {self.path or '(brief)'}: {self.reason}{fix}"
+        return f"{self.verdict.upper():4}  {self.id:<20}  {self.path or '(brief)'}: {self.message}{fix}"
+
+    @property
+    def problem(self) -> Problem | None:
+        """A failure (severity error) or warning as a Problem; None for a pass."""
+        if self.verdict == PASS:
+            return None
+        return Problem(self.id, self.path, self.message, self.fix, ERROR if self.verdict == FAIL else WARNING)
 
     def to_json(self) -> dict[str, str]:
-        return asdict(self)
+        """The documented row of `checks` (DESIGN.md: id, verdict, path, reason, fix)."""
+        return {"id": self.id, "verdict": self.verdict, "path": self.path, "reason": self.message, "fix": self.fix}
 
 
 @dataclass
@@ -57,19 +70,26 @@ class GateReport:
         return [c for c in self.checks if c.verdict == WARN]
 
     @property
+    def problems(self) -> list[Problem]:
+        """Every failure and warning, in the registered order of the checks."""
+        return [p for c in self.checks if (p := c.problem) is not None]
+
+    @property
     def exit_code(self) -> int:
         return EXIT_OK if self.passed else EXIT_REJECTED
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "brief": self.brief_path,
-            "name": self.name,
-            "fingerprint": self.fingerprint,
-            "summary": {"failed": len(self.failures), "warnings": len(self.warnings),
-                        "passed": sum(1 for c in self.checks if c.verdict == PASS)},
-            "checks": [c.to_json() for c in self.checks],
-        }
+        """The error shape (`ok`, `problems`), then the gate's own keys."""
+        return problems_json(
+            self.problems,
+            passed=self.passed,
+            brief=self.brief_path,
+            name=self.name,
+            fingerprint=self.fingerprint,
+            summary={"failed": len(self.failures), "warnings": len(self.warnings),
+                     "passed": sum(1 for c in self.checks if c.verdict == PASS)},
+            checks=[c.to_json() for c in self.checks],
+        )
 
     def render(self) -> str:
         """Human output: one line per result, then the verdict."""

@@ -10,23 +10,36 @@ status`, `finetune stop`).
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
+from llm_finetuning.errors import (
+    ERROR,
+    EXIT_REJECTED,
+    EXIT_UNUSABLE,
+    WARNING,
+    Problem,
+    UnusableInput,
+    sort_problems,
+)
 from llm_finetuning.render.manifest import brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
 
 class LaunchRefused(Exception):
-    """The run may not start; `lines` say why, each with its fix. `exit_code` is 1 (refused) or 2 (unusable)."""
+    """The run may not start: every Problem found (each with its fix), what they concern (`why`, for the
+    header), and `exit_code` 1 (refused) or 2 (unusable)."""
 
-    def __init__(self, lines: list[str], exit_code: int = EXIT_REJECTED) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
+    def __init__(self, problems: list[Problem], exit_code: int = EXIT_REJECTED, why: str = "") -> None:
+        super().__init__("\n".join(p.line() for p in problems))
+        self.problems = problems
         self.exit_code = exit_code
+        self.why = why
+
+    def header(self, run_dir: Path | str) -> str:
+        return f"finetune launch: {run_dir} is refused{f' ({self.why})' if self.why else ''}:"
 
 
 @dataclass
@@ -36,7 +49,7 @@ class VerifiedRun:
     run_dir: Path
     manifest: dict[str, Any]
     brief: Brief
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def topology(self) -> dict[str, Any]:
@@ -48,29 +61,29 @@ class VerifiedRun:
         return int(t.get("train_processes", 1)) == 1 and not t.get("server_gpus") and int(t.get("nodes", 1)) == 1
 
 
-def vllm_problem(generation: str) -> str | None:
+def vllm_problem(generation: str) -> Problem | None:
     """A missing vLLM, or one outside the range TRL 1.16 supports, is an error with the install command,
     never a silent switch to transformers."""
     if generation == "transformers":
         return None
-    problem = backend_vllm_problem(f"hardware.generation: {generation}")
+    problem = backend_vllm_problem(generation, "hardware.generation")
     if problem is None:
         return None
-    return f"{problem}; or set `hardware.generation: transformers` in the brief (slower generation), then render again."
+    return replace(problem, fix=f"{problem.fix}; or set `hardware.generation: transformers` in the brief (slower "
+                   "generation), then render again.")
 
 
-def _gate_problems(brief: Brief, manifest: dict[str, Any]) -> list[str]:
+def _gate_problems(brief: Brief, manifest: dict[str, Any]) -> list[Problem]:
+    """The gate's failures now (each a Problem with its check's id), or a fingerprint that moved."""
     from llm_finetuning.gate import gate_brief, gate_fingerprint
 
     report = gate_brief(brief)
-    lines = []
     if not report.passed:
-        lines = [f"gate: {check.line()}" for check in report.failures]
-        lines = lines or ["the gate rejects the brief. Fix: run `finetune gate BRIEF` and follow its fixes"]
-    elif gate_fingerprint(brief) != manifest.get("gate_fingerprint"):
-        lines.append("the gate's fingerprint differs from the one in manifest.json (the evidence changed since "
-                     "rendering). Fix: run `finetune render BRIEF -o RUN_DIR` again")
-    return lines
+        return [p for p in report.problems if p.severity == ERROR]
+    if gate_fingerprint(brief) != manifest.get("gate_fingerprint"):
+        return [Problem("gate_fingerprint", "", "the gate's fingerprint differs from the one in manifest.json (the "
+                        "evidence changed since rendering).", "run `finetune render BRIEF -o RUN_DIR` again")]
+    return []
 
 
 def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
@@ -82,24 +95,24 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
     try:
         manifest = load_manifest(run_dir)
     except UnusableInput as exc:
-        raise LaunchRefused([exc.line()], EXIT_UNUSABLE) from None
-    problems = [p.line() for p in verify_manifest(run_dir, manifest)]
+        raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
+    problems = verify_manifest(run_dir, manifest)
     if problems:
-        raise LaunchRefused(problems)
+        raise LaunchRefused(problems, why="its files no longer match manifest.json")
     bpath = brief_path(run_dir, manifest)
     try:
         brief, errors = load_brief_for_gate(bpath)
     except UnusableInput as exc:
-        raise LaunchRefused([exc.line()], EXIT_UNUSABLE) from None
+        raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
     if brief is None:
-        raise LaunchRefused([e.line() for e in errors], EXIT_UNUSABLE)
+        raise LaunchRefused(sort_problems(errors), EXIT_UNUSABLE, why=f"its brief {bpath} is no longer valid")
     gate = _gate_problems(brief, manifest)
     if gate:
-        raise LaunchRefused(gate)
+        raise LaunchRefused(gate, why="the gate rejects its brief now")
     vllm = vllm_problem(str(brief.data["hardware"]["generation"]))
     if vllm and check_backend:
         raise LaunchRefused([vllm], EXIT_UNUSABLE)
-    return VerifiedRun(run_dir, manifest, brief, [vllm] if vllm else [])
+    return VerifiedRun(run_dir, manifest, brief, [replace(vllm, severity=WARNING)] if vllm else [])
 
 
 def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:
@@ -125,5 +138,5 @@ def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:
         "distributed": topo.get("distributed"),
         "nodes": topo.get("nodes"),
         "resume": resume,
-        "backend_problems": list(run.warnings),
+        "backend_problems": [p.line() for p in run.warnings],
     }

@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import atomic_write_bytes, fsync_dir, fsync_file
 
 MARKER = "COMPLETE"
@@ -64,12 +65,13 @@ def set_aside_incomplete(output_dir: Path) -> list[Path]:
     return moved
 
 
-def start_problem(output_dir: Path, resume: bool) -> str | None:
-    """Why a launch may not start on what `output_dir` holds (one line with its fix), or None: --resume
-    needs a complete checkpoint; a fresh launch must not overwrite an earlier launch's checkpoints."""
+def start_problem(output_dir: Path, resume: bool) -> Problem | None:
+    """Why a launch may not start on what `output_dir` holds, or None: --resume needs a complete checkpoint;
+    a fresh launch must not overwrite an earlier launch's checkpoints."""
     if resume and last_complete_checkpoint(output_dir) is None:
-        return f"--resume: no complete checkpoint in {output_dir}. Fix: launch without --resume to start from the beginning"
+        return Problem("no_checkpoint", "--resume", f"no complete checkpoint in {output_dir}.",
+                       "launch without --resume to start from the beginning")
     if not resume and checkpoints(output_dir):
-        return (f"{output_dir} already holds checkpoints of an earlier launch. Fix: continue it with "
-                "`finetune launch RUN_DIR --resume`, or render into a new RUN_DIR")
+        return Problem("checkpoints_exist", "", f"{output_dir} already holds checkpoints of an earlier launch.",
+                       "continue it with `finetune launch RUN_DIR --resume`, or render into a new RUN_DIR")
     return None

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.errors import UnusableInput
+from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
 from llm_finetuning.launch.checkpoints import last_complete_checkpoint, start_problem
 from llm_finetuning.render.manifest import load_manifest
@@ -165,7 +165,7 @@ def forget_stale_launch(run_dir: Path) -> None:
         (Path(run_dir) / name).unlink(missing_ok=True)
 
 
-def detach_problem(run_dir: Path, resume: bool) -> str | None:
+def detach_problem(run_dir: Path, resume: bool) -> Problem | None:
     """What the detached launch would be refused for once in the background, asked here so the refusal
     comes at once: the checkpoints (`start_problem`, the check training itself makes)."""
     return start_problem(_rendered_config(Path(run_dir).resolve())[1], resume)
@@ -199,7 +199,7 @@ def start_detached(run_dir: Path, resume: bool) -> dict[str, Any]:
     return record
 
 
-class NothingRuns(Exception):
+class NothingRuns(UnusableInput):
     """`finetune stop` found no detached run in RUN_DIR; the message says what it found instead."""
 
 
@@ -215,10 +215,10 @@ def request_stop(run_dir: Path) -> tuple[dict[str, Any], str]:
     if record is None:
         pids = launch_processes(run_dir)
         if pids:
-            raise NothingRuns(f"{run_dir} was launched in the foreground (pid {pids[0]}), not with --detach; stop it "
-                              f"with Ctrl-C in its terminal or `kill -TERM {pids[0]}` (it checkpoints first)")
+            raise NothingRuns(f"{run_dir} was launched in the foreground (pid {pids[0]}), not with --detach",
+                              f"stop it with Ctrl-C in its terminal or `kill -TERM {pids[0]}` (it checkpoints first)")
         raise NothingRuns(f"nothing runs in {run_dir}: there is no {PID_FILE} (it was never launched with "
-                          f"--detach). Fix: start it with `finetune launch {run_dir} --detach`")
+                          "--detach).", f"start it with `finetune launch {run_dir} --detach`")
     if not is_alive(record):
         return record, ENDED
     if record.get("stop_requested_at"):

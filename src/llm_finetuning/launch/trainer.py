@@ -25,7 +25,7 @@ from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL
-from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
+from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_text, replace_folder
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.checkpoints import (
@@ -247,9 +247,9 @@ def _prepare_dataset(dataset: Any, data: dict[str, Any], tokenizer: Any) -> Any:
     chat template (the way baseline and inspection sampled them), with data.system_prompt first."""
     field = data.get("prompt_field") or "prompt"
     if field not in dataset.column_names:
-        raise LaunchRefused([f"data.prompt_field: column {field!r} is not in the training data (columns: "
-                             f"{', '.join(dataset.column_names)}). Fix: set data.prompt_field to the prompt column"],
-                            EXIT_UNUSABLE)
+        raise LaunchRefused([Problem("missing_column", "data.prompt_field", f"column {field!r} is not in the "
+                                     f"training data (columns: {', '.join(dataset.column_names)}).",
+                                     "set data.prompt_field to the prompt column")], EXIT_UNUSABLE)
     if field != "prompt":
         if "prompt" in dataset.column_names:
             dataset = dataset.remove_columns("prompt")
@@ -284,7 +284,7 @@ def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any) -> Held
     try:
         return HeldOutEvaluator.from_brief(brief, run_dir)
     except UnusableInput as exc:
-        raise LaunchRefused([f"held_out_eval: {exc.line()}"], EXIT_UNUSABLE) from None
+        raise LaunchRefused([exc.problem], EXIT_UNUSABLE, why="the brief's held_out_eval cannot run") from None
 
 
 def _load_tokenizer(resolved: Any) -> Any:
@@ -367,7 +367,7 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
         require_columns(brief.data["data"], brief.data["rewards"], [dict.fromkeys(dataset.column_names)],
                         "the training data")
     except UnusableInput as exc:
-        raise LaunchRefused([exc.line()], EXIT_UNUSABLE) from None
+        raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
     dataset = _prepare_dataset(dataset, brief.data["data"], tokenizer)
 
     stop = _StopFlag()

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, render_problems
 from llm_finetuning.launch import LaunchRefused, verify_run
 
 
@@ -25,8 +25,7 @@ def run_worker(run_dir: Path, resume: bool, extra_args: list[str], progress: boo
 
         outcome = train(run.run_dir, run.brief, resume=resume, extra_args=extra_args, progress=progress)
     except LaunchRefused as exc:
-        for line in exc.lines:
-            print(f"finetune launch: {line}", file=sys.stderr)
+        print(render_problems(exc.problems, header=exc.header(run_dir)), file=sys.stderr)
         return exc.exit_code
     if int(os.environ.get("RANK", "0")) != 0:
         return EXIT_REJECTED if outcome.stopped_by else EXIT_OK  # rank 0 reports for every process
@@ -47,8 +46,7 @@ def print_model(run_dir: Path) -> int:
 
         path, _ = _resolve_model(run.brief)
     except LaunchRefused as exc:
-        for line in exc.lines:
-            print(f"finetune launch: {line}", file=sys.stderr)
+        print(render_problems(exc.problems, header=exc.header(run_dir)), file=sys.stderr)
         return exc.exit_code
     if not path.startswith("/") and (run.brief.folder / path).exists():
         path = str((run.brief.folder / path).resolve())

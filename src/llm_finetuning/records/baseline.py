@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import UnusableInput
+from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, sha256_json, shown, utc_now
 from llm_finetuning.records.bindings import current_bindings, stale_problems
-from llm_finetuning.records.problem import Problem
 
 FORMAT = "llm-finetuning/baseline@1"
 FORMAT_PREFIX = "llm-finetuning/baseline@"
@@ -253,7 +252,7 @@ def verify_baseline(brief: Brief, path: Path, model_identity: str | None = None)
     try:
         rec = load_baseline(path)
     except UnusableInput as exc:
-        return [Problem("malformed", "record", exc.reason, redo)]
+        return [Problem("malformed", "record", exc.message, redo)]
     problems = []
     if rec.get("digest") != sha256_json({k: v for k, v in rec.items() if k != "digest"}):
         problems.append(Problem("tampered", "record", f"{shown(path)} was edited after `finetune baseline` wrote it", redo))

@@ -14,6 +14,7 @@ from typing import Any
 
 import llm_finetuning
 from llm_finetuning.brief import Brief
+from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import (
     atomic_write_json,
     cache_dir,
@@ -22,7 +23,6 @@ from llm_finetuning.fileio import (
     sha256_json,
     stat_key,
 )
-from llm_finetuning.records.problem import Problem
 from llm_finetuning.rewards.registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 

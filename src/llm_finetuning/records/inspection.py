@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import UnusableInput
+from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import (
     atomic_write_bytes,
     atomic_write_json,
@@ -46,8 +46,8 @@ from llm_finetuning.fileio import (
     shown,
     utc_now,
 )
+from llm_finetuning.records import KINDS
 from llm_finetuning.records.bindings import current_bindings, stale_problems
-from llm_finetuning.records.problem import KINDS, Problem
 from llm_finetuning.rewards.registry import reward_names
 
 FORMAT = "llm-finetuning/inspection@1"
@@ -403,7 +403,7 @@ def verify_inspection(brief: Brief, path: Path, model_identity: str | None = Non
     try:
         record = load_inspection(path)
     except UnusableInput as exc:
-        return [Problem("malformed", "record", exc.reason, exc.fix or f"run `finetune inspect {shown(brief.path)}` again")]
+        return [Problem("malformed", "record", exc.message, exc.fix or f"run `finetune inspect {shown(brief.path)}` again")]
     problems: list[Problem] = []
     redo = f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`"
     if is_sealed(record):
@@ -428,4 +428,4 @@ def verify_inspection(brief: Brief, path: Path, model_identity: str | None = Non
         problems.append(Problem("disagreement", "verdicts",
                                 f"the reviewer disagreed with the reward on {len(dis)} sample(s): {listed}",
                                 f"fix the reward function first, then {redo}"))
-    return sorted(problems, key=lambda p: KINDS.index(p.kind))
+    return sorted(problems, key=lambda p: KINDS.index(p.id))

@@ -1,19 +1,19 @@
 """manifest.json: binds a run directory to its brief, records, gate verdict and rendered files by sha256.
 
 `finetune launch` re-reads it and refuses a run whose brief, records or rendered files changed since
-rendering, naming each one. Pure (hashlib and json only).
+rendering, naming each one as a Problem (id `missing_file`, `edited_file`, `brief_changed` or
+`record_changed`; path the rendered file, `brief` or `records.<key>`). Pure (hashlib and json only).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm_finetuning import __version__
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import UnusableInput
+from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import sha256_file
 from llm_finetuning.render.plan import RunPlan
 from llm_finetuning.render.plan import relative_to_run as _rel
@@ -47,18 +47,6 @@ def build_manifest(brief: Brief, run_dir: Path, plan: RunPlan, files: dict[str, 
     }
 
 
-@dataclass(frozen=True)
-class ManifestProblem:
-    """One reason the run directory no longer matches what was rendered."""
-
-    what: str  # the file (relative to the run directory) or "brief" / "records.<key>"
-    message: str
-    fix: str
-
-    def line(self) -> str:
-        return f"{self.what}: {self.message} Fix: {self.fix}"
-
-
 def load_manifest(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / MANIFEST
     if not Path(run_dir).is_dir():
@@ -79,28 +67,31 @@ def brief_path(run_dir: Path, manifest: dict[str, Any]) -> Path:
     return (Path(run_dir) / relative).resolve()
 
 
-def verify_manifest(run_dir: Path, manifest: dict[str, Any]) -> list[ManifestProblem]:
-    """Every rendered file, the brief and each record must still have the sha256 written at render time."""
+def verify_manifest(run_dir: Path, manifest: dict[str, Any]) -> list[Problem]:
+    """Every rendered file, the brief and each record must still have the sha256 written at render time;
+    one Problem for each that does not."""
     run_dir = Path(run_dir)
     rerender = "change the brief if needed and run `finetune render BRIEF -o RUN_DIR` again"
     problems = []
     for name, digest in sorted(manifest["files"].items()):
         path = run_dir / name
         if not path.is_file():
-            problems.append(ManifestProblem(name, "is missing from the run directory.", rerender))
+            problems.append(Problem("missing_file", name, "is missing from the run directory.", rerender))
         elif sha256_file(path) != digest:
-            problems.append(ManifestProblem(
-                name, "was edited after rendering (its sha256 differs from manifest.json); rendered files are "
-                "not edited by hand.", rerender))
+            problems.append(Problem(
+                "edited_file", name, "was edited after rendering (its sha256 differs from manifest.json); rendered "
+                "files are not edited by hand.", rerender))
     bpath = brief_path(run_dir, manifest)
     if not bpath.is_file():
-        problems.append(ManifestProblem("brief", f"{bpath} no longer exists.", "render the run from its brief again"))
+        problems.append(Problem("missing_file", "brief", f"{bpath} no longer exists.",
+                                "render the run from its brief again"))
     elif sha256_file(bpath) != manifest["brief"]["sha256"]:
-        problems.append(ManifestProblem("brief", f"{bpath} changed after rendering.", f"run the gate and {rerender}"))
+        problems.append(Problem("brief_changed", "brief", f"{bpath} changed after rendering.",
+                                f"run the gate and {rerender}"))
     for key, rec in sorted(manifest.get("records", {}).items()):
         path = (run_dir / rec["path"]).resolve()
         now = sha256_file(path) if path.is_file() else None
         if now != rec.get("sha256"):
-            problems.append(ManifestProblem(f"records.{key}", f"{path} changed after rendering.",
-                                            f"run `finetune gate` and {rerender}"))
+            problems.append(Problem("record_changed", f"records.{key}", f"{path} changed after rendering.",
+                                    f"run `finetune gate` and {rerender}"))
     return problems

@@ -20,7 +20,7 @@ from llm_finetuning.brief import Brief
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.brief.tracking import tracking_entries
 from llm_finetuning.brief.variants import VARIANT_SETTINGS
-from llm_finetuning.errors import BriefError
+from llm_finetuning.errors import Problem
 from llm_finetuning.rewards.registry import reward_names, reward_occurrences
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
@@ -34,11 +34,11 @@ EMBEDDED_PREFIX = "embedded:"
 
 
 class RenderError(Exception):
-    """The brief cannot be rendered into a run TRL accepts; carries every BriefError found."""
+    """The brief cannot be rendered into a run TRL accepts; carries every Problem found."""
 
-    def __init__(self, errors: list[BriefError]) -> None:
-        super().__init__("; ".join(e.line() for e in errors))
-        self.errors = errors
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(p.line() for p in problems))
+        self.problems = problems
 
 
 @functools.lru_cache(maxsize=1)
@@ -154,27 +154,29 @@ def topology(data: dict[str, Any], recommend: dict[str, Any]) -> Topology:
     hw = data["hardware"]
     gpus, nodes, generation = int(hw["gpus"]), int(hw["nodes"]), str(hw["generation"])
     dtype = data["model"]["dtype"]
-    errors: list[BriefError] = []
+    errors: list[Problem] = []
     if gpus == 0:
         if nodes > 1:
-            errors.append(BriefError("hardware.nodes", f"found {nodes} nodes for a CPU run (hardware.gpus 0)",
-                                     "set `hardware.nodes: 1`, or give GPUs"))
+            errors.append(Problem("inconsistent_fields", "hardware.nodes",
+                                  f"found {nodes} nodes for a CPU run (hardware.gpus 0)",
+                                  "set `hardware.nodes: 1`, or give GPUs"))
         if errors:
             raise RenderError(errors)
         return Topology(True, 1, 0, generation, 0, 1, 1, "single", "no")
     server_gpus = int(hw["vllm_server_gpus"]) if generation == "vllm-server" else 0
     if server_gpus and nodes == 1:
         if server_gpus >= gpus:
-            errors.append(BriefError(
-                "hardware.vllm_server_gpus",
+            errors.append(Problem(
+                "inconsistent_fields", "hardware.vllm_server_gpus",
                 f"gives {server_gpus} of {gpus} GPU(s) to the vLLM server, leaving none to train on",
                 f"set `hardware.gpus: {server_gpus + 1}` or more, or `hardware.generation: vllm-colocate` on one GPU"))
         machines, processes = 1, gpus - server_gpus
     elif server_gpus:
         # As in TRL's multi-node recipe: the first node serves generations, the others train.
         if server_gpus > gpus:
-            errors.append(BriefError("hardware.vllm_server_gpus", f"found {server_gpus}, more than the {gpus} "
-                                     "GPUs of the first node", f"set `hardware.vllm_server_gpus: {gpus}` or less"))
+            errors.append(Problem("inconsistent_fields", "hardware.vllm_server_gpus",
+                                  f"found {server_gpus}, more than the {gpus} GPUs of the first node",
+                                  f"set `hardware.vllm_server_gpus: {gpus}` or less"))
         machines, processes = nodes - 1, (nodes - 1) * gpus
     else:
         machines, processes = nodes, nodes * gpus
@@ -189,7 +191,7 @@ def topology(data: dict[str, Any], recommend: dict[str, Any]) -> Topology:
     return Topology(False, nodes, gpus, generation, server_gpus, machines, processes, distributed, mixed)
 
 
-def _check_batch(data: dict[str, Any], topo: Topology, steps_per_generation: int) -> list[BriefError]:
+def _check_batch(data: dict[str, Any], topo: Topology, steps_per_generation: int) -> list[Problem]:
     """TRL's own rule, repeated at render time: a generation batch holds whole groups."""
     g = data["grpo"]
     batch = g["per_device_train_batch_size"] * topo.train_processes * steps_per_generation
@@ -200,21 +202,22 @@ def _check_batch(data: dict[str, Any], topo: Topology, steps_per_generation: int
     fix = per_device
     while (fix * topo.train_processes * steps_per_generation) % num_generations:
         fix += 1
-    return [BriefError(
-        "grpo.per_device_train_batch_size",
+    return [Problem(
+        "generation_batch", "grpo.per_device_train_batch_size",
         f"the generation batch {per_device} x {topo.train_processes} process(es) x {steps_per_generation} "
         f"step(s) = {batch} completions is not a multiple of grpo.num_generations {num_generations}",
         f"set `grpo.per_device_train_batch_size: {fix}`")]
 
 
-def _check_overrides(overrides: dict[str, Any]) -> list[BriefError]:
+def _check_overrides(overrides: dict[str, Any]) -> list[Problem]:
     known = set(trl_fields()["GRPOConfig"])
     errors = []
     for key in sorted(overrides):
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
             fix = f"rename it to `{close[0]}`" if close else "remove it (see TRL 1.16's GRPOConfig for its fields)"
-            errors.append(BriefError(f"grpo.overrides.{key}", "is not a field of TRL 1.16's GRPOConfig", fix))
+            errors.append(Problem("unknown_override", f"grpo.overrides.{key}",
+                                  "is not a field of TRL 1.16's GRPOConfig", fix))
     return errors
 
 

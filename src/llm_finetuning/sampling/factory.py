@@ -67,8 +67,7 @@ def make_backend(name: str, resolved: Any, dtype: str, endpoint: str | None = No
     if name == "vllm":
         problem = vllm_problem("sampling with vLLM")
         if problem is not None:
-            reason, _, fix = problem.partition(" Fix: ")
-            raise UnusableInput(reason, f"{fix}, or use --backend transformers")
+            raise UnusableInput(problem.message, f"{problem.fix}, or use --backend transformers")
         from llm_finetuning.sampling.vllm_backend import VllmBackend
 
         return VllmBackend(resolved, dtype)

@@ -26,7 +26,7 @@ TRUNCATED_WARN = 0.5
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     if ctx.baseline_problems:
-        return [CheckResult(ID, FAIL, PATH, f"{p.kind}: {p.message}", p.fix) for p in ctx.baseline_problems]
+        return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix) for p in ctx.baseline_problems]
     b = ctx.baseline
     assert b is not None  # load_context loads the record whenever it has no problem
     if measured_for_evaluation(b):

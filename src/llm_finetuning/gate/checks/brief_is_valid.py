@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import BriefError
+from llm_finetuning.errors import Problem
 from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, CheckResult
 
 ID = "brief_is_valid"
 
 
-def from_errors(errors: list[BriefError]) -> list[CheckResult]:
+def from_errors(errors: list[Problem]) -> list[CheckResult]:
     """One failing result per `finetune check` error."""
     return [CheckResult(ID, FAIL, e.path, e.message, e.fix) for e in errors]
 

@@ -36,7 +36,7 @@ def _timing_results(brief: Brief, timing: ReviewTiming) -> list[CheckResult]:
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     if ctx.inspection_problems:
-        return [CheckResult(ID, FAIL, PATH, f"{p.kind}: {p.message}", p.fix) for p in ctx.inspection_problems]
+        return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix) for p in ctx.inspection_problems]
     rec = ctx.inspection
     assert rec is not None  # load_context loads the record whenever it has no problem
     review = rec["review"]
