@@ -47,7 +47,7 @@ def test_full_run_exports_a_loadable_folder_with_a_card(full_run: tuple[Path, Pa
     card = (dest / "README.md").read_text()
     record = json.loads((brief.parent / "records" / "baseline.json").read_text())
     assert f"pass@1 {100 * record['pass_at_1']:.1f}%" in card
-    assert "reviewed by bench/launch_gpu.py (synthetic; not a human review) on " in card  # who and when
+    assert "reviewed by llm-finetuning tests (synthetic; not a human review) on " in card  # who and when
     from llm_finetuning.gate import run_gate
 
     verdict = "passed" if run_gate(brief).passed else "rejected"  # test_eval's real baseline never succeeds

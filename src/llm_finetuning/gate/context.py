@@ -73,7 +73,7 @@ def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | No
 
 
 def _load_deviation(brief: Brief) -> Deviation | None:
-    """What the run named by grpo.deviation proves, by the diagnose area's `verify_diagnosis` (healthy,
+    """What the run named by grpo.deviation proves, by the records layer's `verify_diagnosis` (healthy,
     ended, metrics unchanged since diagnosis, same brief name)."""
     from llm_finetuning.records.diagnosis import verify_diagnosis
 
