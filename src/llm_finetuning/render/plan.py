@@ -247,6 +247,7 @@ def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = N
     reward_specs = [dict(r) for r in data["rewards"]]
     reward_attrs = [reward_attr(i, str(r["fn"])) for i, r in enumerate(reward_specs)]
     max_model_length = int(grpo["max_prompt_length"]) + int(grpo["max_completion_length"])
+    compiled = compiled_generation(topo, data["hardware"], str(model["adapter"]))
     sections: list[tuple[str, list[Entry]]] = [
         ("Model (TRL ModelConfig)", _model_entries(model, model_ref)),
         ("Data and rewards (TRL GRPOScriptArguments, DatasetMixtureConfig)",
@@ -254,7 +255,7 @@ def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = N
         ("Training (TRL GRPOConfig)", _training_entries(data, topo, steps_per_generation)),
         (_variant_title(grpo), _variant_entries(grpo["variant"])),
         (f"Generation: {topo.generation}", _generation_entries(topo, data["hardware"], recommend, max_model_length,
-                                                                str(model["adapter"]))),
+                                                                compiled)),
     ]
     if overrides:
         sections.append(("grpo.overrides (merged last)", _override_entries(overrides)))
@@ -265,7 +266,7 @@ def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = N
         sections=_merge_sections(sections), reward_attrs=reward_attrs, reward_specs=reward_specs,
         reward_names=reward_names(reward_specs), reward_occurrences=reward_occurrences(reward_specs),
         max_completion_length=int(grpo["max_completion_length"]), vllm_max_model_length=max_model_length,
-        trl_cli_notes=_trl_cli_notes(data, compiled_generation(topo, data["hardware"], str(model["adapter"]))),
+        trl_cli_notes=_trl_cli_notes(data, compiled),
         notes=_install_notes(topo.generation),
     )
 
@@ -411,7 +412,7 @@ def _vllm_memory_share(hardware: dict[str, Any], recommend: dict[str, Any]) -> t
 
 
 def _generation_entries(topo: Topology, hardware: dict[str, Any], recommend: dict[str, Any],
-                        max_model_length: int, adapter: str) -> list[Entry]:
+                        max_model_length: int, compiled: bool) -> list[Entry]:
     """How completions are generated: vLLM beside the trainer, a vLLM server, or transformers' generate."""
     if topo.generation == "vllm-colocate":
         share, share_why = _vllm_memory_share(hardware, recommend)
@@ -434,7 +435,7 @@ def _generation_entries(topo: Topology, hardware: dict[str, Any], recommend: dic
             Entry("vllm_server_timeout", 600.0, "seconds to wait for the server"),
         ]
     entries = [Entry("use_vllm", False, "hardware.generation transformers: model.generate")]
-    if compiled_generation(topo, hardware, adapter):
+    if compiled:
         entries.append(Entry(
             "cache_implementation", "static",
             "hardware.compiled_generation: a static KV cache, whose decoding `finetune launch` compiles into CUDA "
