@@ -1,9 +1,70 @@
-"""Synthetic records for the GPU benchmarks that train random-weight models (shared by bench/*_gpu.py)."""
+"""Random-weight models of published shapes, and synthetic records for them: what the speed benchmarks
+(bench/launch_gpu.py, bench/step_speed.py, bench/generate_probe.py) and the launch tests train."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+# name: (model family, config.json values)
+SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
+    "smollm2-135m": ("llama", {  # HuggingFaceTB/SmolLM2-135M(-Instruct) config.json
+        "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
+        "num_key_value_heads": 3, "vocab_size": 49152, "max_position_embeddings": 8192, "rope_theta": 100000.0,
+        "rms_norm_eps": 1e-5, "tie_word_embeddings": True, "hidden_act": "silu"}),
+    "qwen2.5-1.5b": ("qwen2", {  # Qwen/Qwen2.5-1.5B-Instruct config.json
+        "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28, "num_attention_heads": 12,
+        "num_key_value_heads": 2, "vocab_size": 151936, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "hidden_act": "silu"}),
+    "tiny": ("qwen2", {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                       "num_key_value_heads": 2, "vocab_size": 512, "tie_word_embeddings": True}),  # smoke runs
+}
+
+
+def random_model(shape: str, **ids: int) -> Any:
+    """A model of `shape` with random weights (seed 0), built on the GPU where there is one: a 1.5B init is
+    minutes on one CPU core. `ids`: bos/eos/pad token ids for its config."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    family, dims = SHAPES[shape]
+    config_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
+    torch.manual_seed(0)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        return model_cls(config_cls(**dims, **ids))
+
+
+def build_random_model(out: Path, shape: str, dtype: str | None = None) -> dict[str, Any]:
+    """A model folder: `shape` with random weights (saved in `dtype`, else float32) and the tests' small local BPE
+    tokenizer with its chat template; checks that the tokenizer really encodes."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from llm_finetuning.testing.tiny import build_tiny_model
+
+    build_tiny_model(out)  # tokenizer + chat template (the tiny weights are replaced below)
+    tok = AutoTokenizer.from_pretrained(out)
+    if not tok("hello world")["input_ids"]:
+        # Some transformers versions swap in a model-specific tokenizer class that encodes nothing
+        # for a hand-made tokenizer (FACTS.md); name the generic fast class explicitly.
+        cfg_path = out / "tokenizer_config.json"
+        cfg = json.loads(cfg_path.read_text())
+        cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+        cfg_path.write_text(json.dumps(cfg, indent=2))
+        tok = AutoTokenizer.from_pretrained(out)
+    assert tok("hello world")["input_ids"], "the tokenizer encodes nothing"
+    for name in ("model.safetensors", "config.json", "generation_config.json"):
+        (out / name).unlink(missing_ok=True)
+    model = random_model(shape, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
+                         pad_token_id=tok.pad_token_id)
+    if dtype:
+        model = model.to(getattr(torch, dtype))
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.save_pretrained(out)
+    return {"parameters": sum(p.numel() for p in model.parameters()), "tokenizer_class": type(tok).__name__,
+            "tokenizer_vocab": len(tok)}
 
 
 def synthetic_records(brief_path: Path, writer: str) -> None:

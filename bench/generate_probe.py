@@ -21,18 +21,9 @@ import time
 from typing import Any
 
 import torch
-from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+from _synthetic import SHAPES, random_model
+from transformers import GenerationConfig
 
-SHAPES: dict[str, tuple[Any, Any, dict[str, Any]]] = {
-    "smollm2-135m": (LlamaConfig, LlamaForCausalLM, {
-        "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
-        "num_key_value_heads": 3, "vocab_size": 49152, "max_position_embeddings": 8192, "rope_theta": 1e5,
-        "rms_norm_eps": 1e-5, "tie_word_embeddings": True}),
-    "qwen2.5-1.5b": (Qwen2Config, Qwen2ForCausalLM, {
-        "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28, "num_attention_heads": 12,
-        "num_key_value_heads": 2, "vocab_size": 151936, "max_position_embeddings": 32768, "rope_theta": 1e6,
-        "rms_norm_eps": 1e-6, "tie_word_embeddings": True}),
-}
 NEW_TOKENS = 128
 
 
@@ -69,10 +60,8 @@ def timed_generate(model: Any, vocab: int, n: int, seed: int = 0, **settings: An
 
 def main() -> None:
     shape, mode = sys.argv[1], sys.argv[2]
-    config_cls, model_cls, dims = SHAPES[shape]
-    vocab = dims["vocab_size"]
-    torch.manual_seed(0)
-    model = model_cls(config_cls(**dims, eos_token_id=2, pad_token_id=0, bos_token_id=1)).to("cuda", torch.bfloat16)
+    vocab = SHAPES[shape][1]["vocab_size"]
+    model = random_model(shape, eos_token_id=2, pad_token_id=0, bos_token_id=1).to("cuda", torch.bfloat16)
     model.train()  # TRL generates from the model in training mode
     batches = [32, 64, 128, 256] if shape == "smollm2-135m" else [32, 128]
     if mode == "eager":

@@ -32,15 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _synthetic import synthetic_records
+from _synthetic import build_random_model, synthetic_records
 
 REPO = Path(__file__).resolve().parents[1]
-SMOLLM2_135M_SHAPE = {  # HuggingFaceTB/SmolLM2-135M(-Instruct) config.json
-    "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30, "num_attention_heads": 9,
-    "num_key_value_heads": 3, "vocab_size": 49152, "max_position_embeddings": 8192, "rope_theta": 100000.0,
-    "rms_norm_eps": 1e-5, "tie_word_embeddings": True, "hidden_act": "silu",
-}
-
 BRIEF = """\
 brief: 1
 name: launch-bench
@@ -69,37 +63,6 @@ hardware:
   gpu_memory_gib: 139
   generation: transformers
 """
-
-
-def build_model(out: Path) -> dict[str, Any]:
-    """SmolLM2-135M's shape with random weights, a local BPE tokenizer; checks the tokenizer really encodes."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from llm_finetuning.testing.tiny import build_tiny_model
-
-    build_tiny_model(out)  # tokenizer + chat template (the tiny Qwen2 weights are replaced below)
-    tok = AutoTokenizer.from_pretrained(out)
-    if not tok("hello world")["input_ids"]:
-        # Some transformers versions swap in a model-specific tokenizer class that encodes nothing
-        # for a hand-made tokenizer (FACTS.md); name the generic fast class explicitly.
-        cfg_path = out / "tokenizer_config.json"
-        cfg = json.loads(cfg_path.read_text())
-        cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
-        cfg_path.write_text(json.dumps(cfg, indent=2))
-        tok = AutoTokenizer.from_pretrained(out)
-    assert tok("hello world")["input_ids"], "the tokenizer encodes nothing"
-    for name in ("model.safetensors", "config.json", "generation_config.json"):
-        (out / name).unlink(missing_ok=True)
-    torch.manual_seed(0)
-    config = LlamaConfig(**SMOLLM2_135M_SHAPE, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
-                         pad_token_id=tok.pad_token_id)
-    model = LlamaForCausalLM(config)
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.save_pretrained(out)
-    return {"parameters": sum(p.numel() for p in model.parameters()), "tokenizer_class": type(tok).__name__,
-            "tokenizer_vocab": len(tok)}
 
 
 class GpuMemoryPoller:
@@ -195,7 +158,7 @@ def main() -> int:
     rows = (REPO / "examples" / "json-person" / "data" / "train.jsonl").read_text().splitlines()
     (work / "data" / "train.jsonl").write_text("\n".join(rows) + "\n")
     t0 = time.monotonic()
-    model_info = build_model(work / "model")
+    model_info = build_random_model(work / "model", "smollm2-135m")
     build_s = time.monotonic() - t0
     brief = work / "brief.yaml"
     brief.write_text(BRIEF.format(gpus=ns.gpus, steps=ns.steps, max_len=ns.max_completion_length, dtype=ns.dtype))

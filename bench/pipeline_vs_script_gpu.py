@@ -36,9 +36,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
+import schedule_gpu  # noqa: E402
 from _cli import finetune  # noqa: E402
 from launch_gpu import GpuMemoryPoller  # noqa: E402
-from schedule_gpu import EVAL_TEMPERATURES, pass_at_1, train  # noqa: E402
+from schedule_gpu import EVAL_TEMPERATURES, pass_at_1, train, write_brief  # noqa: E402
 
 TASK = "json"
 STEPS = 40
@@ -48,23 +49,16 @@ RESULT = "pipeline-vs-script-h200.json"
 
 def save(out: Path, key: str, value: Any) -> None:
     """Every result into $OUT/RESULT as it comes, so a call cut at its limit still reports."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / RESULT
-    data = json.loads(path.read_text()) if path.is_file() else {}
-    data[key] = value
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    schedule_gpu.save(out, key, value, RESULT)
 
 
-def prepare(work: Path, baseline_prompts: int) -> Path:
+def prepare(work: Path, baseline_prompts: int) -> None:
     """The example with its records and evidence; the GPU baseline record (finetune baseline)."""
-    from schedule_gpu import write_brief
-
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(REPO / "examples/smollm2-json", work / TASK, ignore=shutil.ignore_patterns("runs", "__pycache__"))
     brief = write_brief(TASK, work, "base", STEPS, LEARNING_RATE, "constant", "evidence/recipe-h200")
     finetune("baseline", str(brief), "--prompts", str(baseline_prompts), "--k", "8")
-    return brief
 
 
 def run_script(work: Path, model_dir: str, out: Path) -> dict[str, Any]:
@@ -85,7 +79,7 @@ def run_script(work: Path, model_dir: str, out: Path) -> dict[str, Any]:
     return result
 
 
-def evaluate(work: Path, brief: Path, out: Path, n_prompts: int, k: int) -> dict[str, Any]:
+def evaluate(work: Path, out: Path, n_prompts: int, k: int) -> dict[str, Any]:
     """base, pipeline and script at each temperature, one process per job (model loading is per process)."""
     jobs = [(name, model, t) for name, model in (("base", None), ("pipeline", work / TASK / "runs/pipeline/model"),
                                                    ("script", work / TASK / "runs/script/model"))
@@ -130,7 +124,7 @@ def main() -> None:
     save(args.out, "settings", {"task": "examples/smollm2-json", "steps": STEPS, "learning_rate": LEARNING_RATE,
                                 "schedule": "constant", "batch": "G=8, 8 x 4", "max_completion_length": 128,
                                 "temperature": 0.7, "seed": 3407, "held_out": f"{args.eval_prompts} x {args.k}"})
-    brief = prepare(args.work, args.baseline_prompts)
+    prepare(args.work, args.baseline_prompts)
     model_dir = resolve_model({"id": "embedded:smollm2-135m-instruct"}).path
     with GpuMemoryPoller() as mem, ThreadPoolExecutor(max_workers=2) as pool:
         pipeline = pool.submit(train, TASK, args.work, "pipeline", LEARNING_RATE, "constant", "evidence/recipe-h200",
@@ -139,7 +133,7 @@ def main() -> None:
         runs = {"pipeline": pipeline.result(), "script": script.result()}
     save(args.out, "pipeline", runs["pipeline"])
     save(args.out, "training_peak_gpu_memory_used_mib", max(mem.peak.values(), default=0))
-    table = evaluate(args.work, brief, args.out, args.eval_prompts, args.k)
+    table = evaluate(args.work, args.out, args.eval_prompts, args.k)
     gains = {}
     for name in ("pipeline", "script"):
         for t in EVAL_TEMPERATURES:

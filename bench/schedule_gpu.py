@@ -296,10 +296,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def save(out: Path, key: str, value: Any) -> None:
-    """Keep every result in $OUT/schedule-h200-partial.json as it comes, so a cut call still reports."""
+def save(out: Path, key: str, value: Any, name: str = "schedule-h200-partial.json") -> None:
+    """Keep every result in $OUT/`name` as it comes, so a cut call still reports."""
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "schedule-h200-partial.json"
+    path = out / name
     data = json.loads(path.read_text()) if path.is_file() else {}
     data[key] = value
     path.write_text(json.dumps(data, indent=2) + "\n")

@@ -43,48 +43,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _synthetic import synthetic_records  # noqa: E402
-from launch_gpu import SMOLLM2_135M_SHAPE, GpuMemoryPoller  # noqa: E402
+from _synthetic import build_random_model, synthetic_records  # noqa: E402
+from launch_gpu import GpuMemoryPoller  # noqa: E402
 
-SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
-    "smollm2-135m": ("llama", SMOLLM2_135M_SHAPE),
-    "qwen2.5-1.5b": ("qwen2", {  # Qwen/Qwen2.5-1.5B-Instruct config.json
-        "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28, "num_attention_heads": 12,
-        "num_key_value_heads": 2, "vocab_size": 151936, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
-        "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "hidden_act": "silu"}),
-    "tiny": ("qwen2", {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-                       "num_key_value_heads": 2, "vocab_size": 512, "tie_word_embeddings": True}),  # smoke runs
-}
 # name: (command, hardware.compiled_generation)
 RUNS = {"trl-defaults": ("trl", False), "trl-static": ("trl", True), "launch-eager": ("launch", False),
         "launch": ("launch", True)}
 COMPLETIONS_PER_STEP = 8 * 4
 LOG_LINE = re.compile(r"\{'loss'")
-
-
-def build_model(out: Path, shape: str) -> dict[str, Any]:
-    """A model of `shape` with random weights and the tests' small local tokenizer (it encodes the prompts)."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
-
-    from llm_finetuning.testing.tiny import build_tiny_model
-
-    build_tiny_model(out)
-    tok = AutoTokenizer.from_pretrained(out)
-    for name in ("model.safetensors", "config.json", "generation_config.json"):
-        (out / name).unlink(missing_ok=True)
-    family, dims = SHAPES[shape]
-    config_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
-    torch.manual_seed(0)
-    device = "cuda" if torch.cuda.is_available() else "cpu"  # a 1.5B init is minutes on one CPU core
-    config = config_cls(**dims, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
-                        pad_token_id=tok.pad_token_id)
-    with torch.device(device):
-        model = model_cls(config).to(torch.bfloat16)
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.save_pretrained(out)
-    return {"parameters": sum(p.numel() for p in model.parameters()), "tokenizer_vocab": len(tok)}
 
 
 def write_brief(work: Path, name: str, steps: int, compiled: bool, dtype: str, gpus: int, adapter: str) -> Path:
@@ -94,8 +60,8 @@ def write_brief(work: Path, name: str, steps: int, compiled: bool, dtype: str, g
                         "compiled_generation": compiled}
     data["grpo"].pop("deviation", None)  # the recipe's learning rate needs no justifying run; speed ignores it
     data["grpo"].update({"max_steps": steps, "save_steps": 100000,  # no checkpoint: writing one is not a step
-                         "logging_steps": 1, "learning_rate": 5e-7, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 4,
-                         "max_completion_length": 128})
+                         "logging_steps": 1, "learning_rate": 5e-7, "per_device_train_batch_size": 8,
+                         "gradient_accumulation_steps": 4, "max_completion_length": 128})
     path = work / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
@@ -212,7 +178,7 @@ def main() -> int:
             shutil.copytree(REPO / "examples/smollm2-json", work,
                             ignore=shutil.ignore_patterns("runs", "evidence", "records", "__pycache__"))
             t0 = time.monotonic()
-            models[shape] = {**build_model(work / "model", shape), "build_s": round(time.monotonic() - t0, 1)}
+            models[shape] = {**build_random_model(work / "model", shape, "bfloat16"), "build_s": round(time.monotonic() - t0, 1)}
             synthetic_records(write_brief(work, "records", 1, True, ns.dtype, gpus, adapter), "bench/step_speed.py")
         entry = result["shapes"].setdefault(key, {"model": models[shape], "adapter": adapter, "runs": {}})
         measured = ns.measured if RUNS[name][1] and RUNS[name][0] == "launch" else ns.measured_slow
