@@ -17,9 +17,10 @@ import llm_finetuning
 PACKAGE = Path(llm_finetuning.__file__).resolve().parent
 ROOT = "llm_finetuning"
 
-# Imported by every layer: the error values, the file helpers and the package's `__version__`.
-FOUNDATION = {"errors", "fileio", ROOT}
-FOUNDATION_MODULES = ("errors", "fileio")
+# Imported by every layer: the error values, the file helpers, the places of keys and project settings
+# (`locations`) and the package's `__version__`.
+FOUNDATION = {"errors", "fileio", "locations", ROOT}
+FOUNDATION_MODULES = ("errors", "fileio", "locations")
 
 # What each layer may import besides itself and FOUNDATION. A target is a module path below the package and
 # covers everything under it ("rewards.registry" allows that module only, "brief" the whole package).
@@ -105,10 +106,11 @@ LAYERS: dict[str, set[str]] = {
     "testing": set(),  # tiny models for tests and the demo
     "fileio": set(),
     "errors": set(),
+    "locations": set(),
 }
 # Layers whose module-level imports (followed through the package) must reach no ML library.
 CORE = ("cli", "commands", "brief", "gate", "render", "rewards", "records", "diagnose", "memory", "errors",
-        "fileio", "sandbox")
+        "fileio", "locations", "sandbox")
 HEAVY = {"torch", "transformers", "trl", "vllm", "peft", "accelerate", "datasets"}
 # The bottom of the stack: these import no other module of the package (FOUNDATION's `fileio` and `errors` aside).
 BOTTOM = ("rewards.registry", "errors")
