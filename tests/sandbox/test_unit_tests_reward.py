@@ -166,3 +166,38 @@ def test_the_solution_is_a_module_not_main_and_io_programs_are_scripts(ns_pool: 
     script = "import sys\ndef main():\n    print(sum(map(int, sys.stdin.read().split())))\n" \
              "if __name__ == '__main__':\n    main()\n    sys.exit(0)\n"
     assert io(prompts=[""], completions=[script], cases=[[{"stdin": "3 4", "stdout": "7"}]]) == [1.0]
+
+
+SIGNATURE = 'def add(a, b):\n    """The sum of a and b."""\n'
+BODY = "    return a + b\n"
+
+
+def test_prepend_joins_the_prompt_or_a_column_before_the_code(ns_pool: SandboxPool) -> None:
+    """Continuation-style data: the prompt holds the signature, the completion the body (HumanEval, MBPP)."""
+    plain = UnitTests(timeout_s=5.0)
+    plain.pool = ns_pool
+    [(value, why)] = plain.explained(prompts=[SIGNATURE], completions=[BODY], tests=[TESTS])
+    assert value == 0.0 and why is not None and "unexpected indent" in why
+    joined = UnitTests(timeout_s=5.0, prepend="prompt")
+    joined.pool = ns_pool
+    chat = [{"role": "system", "content": "Complete the function."}, {"role": "user", "content": SIGNATURE}]
+    assert joined(prompts=[SIGNATURE, chat, SIGNATURE], completions=[BODY, [{"role": "assistant", "content": BODY}],
+                  f"```python\n{CORRECT_ADD}```"], tests=[TESTS] * 3) == [1.0, 1.0, 1.0]
+    column = UnitTests(timeout_s=5.0, prepend="header")
+    column.pool = ns_pool
+    use_operator = "def add(a, b):\n    return operator.add(a, b)\n"
+    out = column.explained(prompts=["", "", ""], completions=[use_operator] * 3, tests=[TESTS] * 3,
+                           header=["import operator\n", None, 7])
+    assert [v for v, _ in out] == [1.0, 0.0, None]
+    assert out[2][1] == "column 'header' holds a int, not the code to prepend: not scored"
+    with pytest.raises(KeyError, match="args.prepend"):
+        column(prompts=[""], completions=[use_operator], tests=[TESTS])
+
+
+def test_a_test_that_does_not_parse_leaves_the_row_unscored(reward: UnitTests) -> None:
+    """The data is broken, not the completion: None (no signal), and the explanation says so."""
+    [(value, why)] = reward.explained(prompts=[""], completions=[CORRECT_ADD], tests=[[TESTS[0], "assert add(1,"]])
+    assert value is None
+    assert why is not None and why.startswith("test 2 'assert add(1,' does not parse (SyntaxError:")
+    assert why.endswith("the data's test is broken, not the completion; not scored")
+    assert reward(prompts=[""], completions=[CORRECT_ADD], tests=[[TESTS[0], "assert add(1,"]]) == [None]
