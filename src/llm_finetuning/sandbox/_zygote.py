@@ -52,12 +52,13 @@ from _isolation import (
     PR_SET_PDEATHSIG,
     _clean_env,
     _enter_pool_namespaces,
+    _interpreter_paths,
     _libc,
     _pivot_into_minimal_root,
     _seccomp_filter,
     _write_file,
 )
-from _job import _DEVNULL, _children_of, _exit, _job_child, _len, _run_solution_then_tests
+from _job import _DEVNULL, _REBIND_IN_TMP, _children_of, _exit, _job_child, _len, _run_solution_then_tests
 
 BASIC_UID_BASE = 65400  # basic tier as root: job slot k of zygote z runs as its own uid, 65400 + z * 64 + k
 
@@ -525,8 +526,8 @@ def main() -> None:
     want = config.get("isolation", "auto")
     if want in ("auto", "namespaces"):
         try:
-            wanted = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", sys.base_prefix,
-                      sys.prefix, sys.exec_prefix, *config.get("extra_ro", [])]
+            wanted = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", *_interpreter_paths(),
+                      *config.get("extra_ro", [])]
             sources, ns_facts = _enter_pool_namespaces(sorted({os.path.normpath(p) for p in wanted}))
             facts.update(ns_facts)
             child = os.fork()
@@ -538,6 +539,9 @@ def main() -> None:
                 os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
             _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             facts["bound_read_only"] = _pivot_into_minimal_root(sources)
+            # Each job mounts its own /tmp over the pool's: what the pool bound under /tmp, it binds again.
+            _REBIND_IN_TMP[:] = [p for p in facts["bound_read_only"] if p.startswith("/tmp/")]
+            facts["bound_again_in_each_job"] = list(_REBIND_IN_TMP)
             facts["pivot_root"] = True
             zygote.tier = "namespaces"
         except OSError as exc:

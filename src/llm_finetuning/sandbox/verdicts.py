@@ -471,9 +471,11 @@ def failed_test_reasons(prepared: list[PreparedTest | None], raw: bytes) -> list
     seen_values: dict[tuple[int, int], Any] = {}
     done: dict[int, int] = {}
     failed: dict[int, str] = {}
+    crashed: str | None = None
     for rec in records:
         kind = rec[0]
         if kind == "s" and len(rec) == 2:
+            crashed = crashed or f"the solution raised {str(rec[1])[:100]} when it was run, before any test"
             continue
         if kind == "v" and len(rec) == 4 and _is_index(rec[1]) and _is_index(rec[2]):
             key = (rec[1], rec[2])
@@ -486,6 +488,8 @@ def failed_test_reasons(prepared: list[PreparedTest | None], raw: bytes) -> list
             done[rec[1]] = done.get(rec[1], 0) + 1
         else:
             return ["malformed record"] * len(prepared)
+    if crashed is not None:  # the program crashed on import: every test fails, whatever else was sent
+        return [crashed] * len(prepared)
     out: list[str | None] = []
     for ti, test in enumerate(prepared):
         if test is None:
