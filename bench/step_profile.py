@@ -36,6 +36,16 @@ VARIANT `trl-defaults`: `trl grpo --config` on the file rendered with `compiled_
     python bench/step_profile.py --plan json:smollm2-135m-real:full:new-render,json:smollm2-135m-real:full:trl-defaults \\
         --today-src .gpu/src-today --out bench/results/step-profile-h200.json
     python bench/step_profile.py --plan json:tiny:full:new-render --steps 4 --out /tmp/p.json   # a CPU smoke run
+
+bench/results/step-profile-h200.json came from three calls on one H200 (--today-src: main's src/ copied beside
+this tree; the embedded GGUF was carried in two halves and joined on the machine):
+
+    call1: --plan json:smollm2-135m:full:new-render,json:smollm2-135m:lora:new-compiled,json:qwen2.5-1.5b:full:new-render
+    call2: --plan json:smollm2-135m:full:today-render,json:smollm2-135m:full:new-render --compile-cache shared
+    call3: --plan arith:smollm2-135m-real:full:today-render,arith:smollm2-135m-real:full:new-render,
+                  arith:smollm2-135m-real:lora:new-compiled:8,... --compile-cache shared   (cut by its time limit)
+    (all --steps 10), then: python bench/step_profile.py --out bench/results/step-profile-h200.json --ran-today call1 \
+        --merge call1.json=call1 call2.json=call2 call3.json=call3 --note call1=... --note call2=... --note call3=...
 """
 
 from __future__ import annotations
@@ -395,7 +405,7 @@ def summarise(raw: dict[str, Any], warmup: int) -> dict[str, Any]:
         out["floor_s"] = floor
         if floor and out["step_s"]:
             out["step_over_floor"] = round(out["step_s"] / floor, 2)
-        graphs = [s["compiled_graphs"] for s in steps]
+        graphs = [s.get("compiled_graphs") for s in steps]
         out["compiled_graphs"] = {"after_step_1": graphs[0], "at_end": graphs[-1]}
     timed_gc = [s["gc_s"] for s in later if "gc_s" in s]  # none in results from before the GC timer
     out["gc_s_per_step"] = _median(timed_gc)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
 from skill_bundle import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -43,3 +44,32 @@ def test_the_lever_kept_for_garbage_collection_removed_the_measured_pauses() -> 
     page = PAGE.read_text(encoding="utf-8")
     assert f"collections took up to {today:.2f} s of a step on\n  main's code and at most {new:.3f} s with the lever" in page
     assert new < today / 10
+
+
+def test_the_profiler_counts_each_second_once() -> None:
+    """A region's time leaves out the regions inside it, `rest` is the step less every region, and the floor and
+    the medians are taken the way the results file says (the last step, which saves, left out)."""
+    import time
+
+    from step_profile import StepTimer, summarise
+
+    timer = StepTimer(cuda=False)
+    timer.begin()
+    for step in (1, 2, 3, 4):
+        with timer.region("batch preparation"):
+            with timer.region("generation"):
+                time.sleep(0.02)
+            time.sleep(0.01)
+        with timer.region("loss"), timer.region("policy forward"):
+            time.sleep(0.01)
+        timer.boundary(step, {})
+    detailed = [s for s in timer.steps if s["detailed"]]
+    assert [s["step"] for s in detailed] == [1, 3]
+    for s in detailed:
+        regions = s["regions"]
+        assert 0.02 <= regions["generation"] < 0.03 and 0.01 <= regions["batch preparation"] < 0.02
+        assert sum(regions.values()) == pytest.approx(s["wall_s"], abs=1e-3)
+    figures = summarise({"steps": timer.steps}, warmup=1)
+    assert figures["steps_measured"] == 2  # steps 2 and 3; step 4 saved the checkpoint
+    assert figures["floor_s"] == pytest.approx(detailed[1]["regions"]["generation"] +
+                                               detailed[1]["regions"]["policy forward"], abs=1e-3)
