@@ -17,14 +17,18 @@ SHAPES: dict[str, tuple[str, dict[str, Any]]] = {
         "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28, "num_attention_heads": 12,
         "num_key_value_heads": 2, "vocab_size": 151936, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
         "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "hidden_act": "silu"}),
+    "qwen2.5-7b": ("qwen2", {  # Qwen/Qwen2.5-7B-Instruct config.json
+        "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+        "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+        "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "hidden_act": "silu"}),
     "tiny": ("qwen2", {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
                        "num_key_value_heads": 2, "vocab_size": 512, "tie_word_embeddings": True}),  # smoke runs
 }
 
 
-def random_model(shape: str, **ids: int) -> Any:
+def random_model(shape: str, dtype: str | None = None, **ids: int) -> Any:
     """A model of `shape` with random weights (seed 0), built on the GPU where there is one: a 1.5B init is
-    minutes on one CPU core. `ids`: bos/eos/pad token ids for its config."""
+    minutes on one CPU core; in `dtype` where given (else float32). `ids`: bos/eos/pad token ids for its config."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
@@ -32,13 +36,19 @@ def random_model(shape: str, **ids: int) -> Any:
     config_cls, model_cls = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[family]
     torch.manual_seed(0)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        if dtype is not None:  # built in `dtype`: a 7B model in float32 is 30 GB before the cast
+            previous = torch.get_default_dtype()
+            torch.set_default_dtype(getattr(torch, dtype))
+            try:
+                return model_cls(config_cls(**dims, **ids))
+            finally:
+                torch.set_default_dtype(previous)
         return model_cls(config_cls(**dims, **ids))
 
 
 def build_random_model(out: Path, shape: str, dtype: str | None = None) -> dict[str, Any]:
     """A model folder: `shape` with random weights (saved in `dtype`, else float32) and the tests' small local BPE
     tokenizer with its chat template; checks that the tokenizer really encodes."""
-    import torch
     from transformers import AutoTokenizer
 
     from llm_finetuning.testing.tiny import build_tiny_model
@@ -56,10 +66,8 @@ def build_random_model(out: Path, shape: str, dtype: str | None = None) -> dict[
     assert tok("hello world")["input_ids"], "the tokenizer encodes nothing"
     for name in ("model.safetensors", "config.json", "generation_config.json"):
         (out / name).unlink(missing_ok=True)
-    model = random_model(shape, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
+    model = random_model(shape, dtype, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id,
                          pad_token_id=tok.pad_token_id)
-    if dtype:
-        model = model.to(getattr(torch, dtype))
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     model.save_pretrained(out)
@@ -67,10 +75,16 @@ def build_random_model(out: Path, shape: str, dtype: str | None = None) -> dict[
             "tokenizer_vocab": len(tok)}
 
 
-def synthetic_records(brief_path: Path, writer: str) -> None:
+def person_completion(row: dict[str, Any]) -> str:
+    """The right answer of the examples' JSON tasks (rows with `name` and `age`)."""
+    return json.dumps({"name": row["name"], "age": row["age"]})
+
+
+def synthetic_records(brief_path: Path, writer: str, completion: Any = person_completion) -> None:
     """A sealed inspection and a nonzero baseline through the records API, for a random-weight model that has no
     honest baseline, so that the real gate, render and launch run end to end. SYNTHETIC: never for a real run.
-    The training rows need `name` and `age` (the JSON tasks of the examples); `writer` names the benchmark."""
+    `completion(row)` is a training row's right answer (default: the JSON tasks' object); `writer` names the
+    benchmark."""
     from llm_finetuning.brief import load_brief
     from llm_finetuning.models import model_identity
     from llm_finetuning.records import baseline, inspection
@@ -81,7 +95,7 @@ def synthetic_records(brief_path: Path, writer: str) -> None:
     identity = model_identity(brief.data["model"], brief.folder)
     names = reward_names(brief.data["rewards"])
     rows = [json.loads(line) for line in (brief.folder / "data" / "train.jsonl").read_text().splitlines()]
-    samples = [{**r, "completion": json.dumps({"name": r["name"], "age": r["age"]}), "rewards": dict.fromkeys(names, 1.0)}
+    samples = [{**r, "completion": completion(r), "rewards": dict.fromkeys(names, 1.0)}
                for r in (rows[i % len(rows)] for i in range(64))]  # a review needs 50-100 samples
     ipath = brief.resolve(brief.data["records"]["inspection"])
     record = inspection.create_inspection(brief, samples, ipath, identity)

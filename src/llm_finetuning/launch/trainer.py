@@ -9,6 +9,7 @@ once committed, and a checkpoint before exiting on SIGINT/SIGTERM.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import math
@@ -189,7 +190,22 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = 
                 self.bar.close()
                 self.bar = None
 
-    out: list[Any] = [MetricsCallback(), StopOnSignal()] + ([HeldOutEval()] if evaluator is not None else [])
+    class FreezeHeap(TrainerCallback):
+        """After this process's first step, collect once and move every object then alive into the permanent
+        generation (`gc.freeze`). The first step leaves the models, the data loader and compiled decoding's graphs
+        behind, millions of long-lived objects; without this, every later full collection walks them all and pauses
+        a step (docs/results.md, where a step's time goes)."""
+
+        frozen = False
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if not self.frozen:
+                self.frozen = True
+                gc.collect()
+                gc.freeze()
+
+    out: list[Any] = [MetricsCallback(), StopOnSignal(), FreezeHeap()] + \
+        ([HeldOutEval()] if evaluator is not None else [])
     if progress:
         out.append(Progress())
     return out
@@ -409,12 +425,24 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
     )
 
 
+def compile_cache_dir() -> Path:
+    """Where compiled decoding's inductor kernels persist between runs: the product's cache folder."""
+    from llm_finetuning.models import cache_root
+
+    return cache_root() / "torch-compile"
+
+
 def compile_decoding(trainer: Any, max_cache_len: int) -> None:
     """Decode from the static KV cache through a compiled forward (CUDA graphs) instead of TRL's eager one.
 
     TRL builds its GenerationConfig with `disable_compile=True`; this lifts it. The cache is sized once for the
     longest prompt and completion the brief allows, so prompts of other lengths reuse the same cache and the same
-    graphs instead of recompiling (transformers grows a static cache to the longest call it has seen)."""
+    graphs instead of recompiling (transformers grows a static cache to the longest call it has seen).
+
+    The compiled kernels go to a persistent cache, `compile_cache_dir()`, unless TORCHINDUCTOR_CACHE_DIR says
+    otherwise: a resumed or re-rendered run of the same model and shapes loads them instead of compiling again
+    (about half of the first step on an H200, docs/results.md), also where /tmp, inductor's default, is not kept."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(compile_cache_dir()))
     config = trainer.generation_config
     config.disable_compile = False
     if hasattr(config, "max_cache_len"):
