@@ -33,12 +33,14 @@ LAYERS: dict[str, set[str]] = {
         "records",  # baseline/inspect/review write and read the records they are named after
         "rewards",  # score and calibrate-judge run the brief's rewards
         "models",  # resolving a model id or folder for the verbs that sample
+        "rundir",  # `finetune diagnose` writes the run's diagnosis.json
         "demo",  # `finetune demo` is a verb like the others
     },
-    "demo": set(),  # drives the real CLI in subprocesses: it imports no stage
+    "demo": {"rundir"},  # drives the real CLI in subprocesses: it imports no stage, and reads the run's eval.json
     "gate": {
         "brief", "records", "memory", "rewards.registry",
         "models",  # model_identity: the records must name the brief's model and revision
+        "rundir",  # a grpo.deviation run's diagnosis and manifest
     },
     "render": {
         "brief",
@@ -46,6 +48,7 @@ LAYERS: dict[str, set[str]] = {
         # registry is the reward contract (names, argument schemas, defaults): standard library only, it
         # imports no other module of the package, so it sits with the brief at the bottom (see BOTTOM).
         "rewards.registry",
+        "rundir",  # the manifest it writes, and the one a render into the same RUN_DIR replaces
     },
     # The brief validates `rewards[*].args` against the registry's schemas; the registry imports nothing back.
     "brief": {"rewards.registry"},
@@ -54,6 +57,7 @@ LAYERS: dict[str, set[str]] = {
         "brief",  # the loaded Brief its functions take: a record binds the brief's rewards, data and model
         "rewards.registry", "rewards.sources",  # the inspection binds every reward's name and source code
         "rewards.explain",  # a sample's one-line explanation shown at review
+        "rundir",  # diagnosis.json's name in a run directory
     },
     "memory": {
         "brief",  # estimate_brief reads the brief's model, batch and hardware
@@ -77,29 +81,32 @@ LAYERS: dict[str, set[str]] = {
         "brief",  # the run's brief: its schedule and rewards explain the metrics
         "rewards.registry",  # which logged rewards are verifiers
         "memory.shapes",  # a MoE finding needs the model's shape
-        "records.diagnosis",  # the diagnosis.json record the gate verifies: its format and its write
+        "records.diagnosis",  # the diagnosis.json record the gate verifies: its format
+        "rundir",  # the run's metrics, completions, evaluations, checkpoints and manifest
     },
     "evaluation": {
         "brief", "records", "rewards", "models",
         "sampling",  # evaluation samples the trained model with the baseline's settings
-        "launch.checkpoints",  # which checkpoints of a run are complete
-        "render.manifest",  # the run directory's brief, through its manifest
-        "diagnose.context",  # EVAL_FILE: where evaluations land in a run directory
+        "rundir",  # the run's checkpoints, final model, end step, manifest and evaluation files
     },
     # DESIGN.md's launch -> rewards is taken by the run directory's rendered rewards_entry.py (which imports
     # rewards.build_reward), not by launch's own modules.
     "launch": {
-        "render",
         "brief", "models", "vllm_support", "cputhreads",
         "gate",  # launch re-verifies the gate before it trains
         "diagnose",  # a detached run's status names its last finding
         "evaluation.during",  # held-out evaluation during training
+        "rundir",  # the manifest, checkpoints and the files training writes
     },
     "export": {
         "evaluation", "records", "models",
         "brief",  # the run's loaded Brief, which the model card describes
         "gate", "diagnose",  # the model card's evidence: the gate's verdicts and the run's diagnosis
+        "rundir",  # which models the run saved, its metrics, evaluation and diagnosis
     },
+    # The run directory: its file names, manifest, checkpoints, metrics and diagnosis (every verb reads a run
+    # through it); it imports nothing of the package but the foundation.
+    "rundir": set(),
     "models": set(),
     "vllm_support": set(),
     "cputhreads": set(),
@@ -113,7 +120,7 @@ CORE = ("cli", "commands", "brief", "gate", "render", "rewards", "records", "dia
         "fileio", "locations", "sandbox")
 HEAVY = {"torch", "transformers", "trl", "vllm", "peft", "accelerate", "datasets"}
 # The bottom of the stack: these import no other module of the package (FOUNDATION's `fileio` and `errors` aside).
-BOTTOM = ("rewards.registry", "errors")
+BOTTOM = ("rewards.registry", "errors", "rundir")
 
 # Imports that run against LAYERS and are not removed yet, as (importing module, imported module): the reason
 # and what would remove them. A test fails when an entry is no longer taken.
@@ -276,7 +283,8 @@ def test_every_allowed_edge_is_used() -> None:
 
 def test_the_bottom_imports_nothing_of_the_package() -> None:
     found = [f"{imp.where()} imports {imp.target}" for imp in graph()
-             if imp.source in BOTTOM and own(imp.target) and imp.target not in ("errors", "fileio", ROOT)]
+             if imp.source and layer_of(imp.source) in BOTTOM and own(imp.target)
+             and imp.target not in ("errors", "fileio", ROOT) and layer_of(imp.target) != layer_of(imp.source)]
     assert not found, "\n".join(found)
 
 

@@ -20,7 +20,7 @@ SELF_CONTAINED = {"hooks/guard.py"}
 FILE_MODULE = "fileio.py"
 # os.replace / mkdtemp that are moves or scratch folders, not a second atomic writer: (file, function)
 NOT_WRITERS = {
-    ("launch/checkpoints.py", "set_aside_incomplete"),  # renames an uncommitted checkpoint folder aside
+    ("rundir/checkpoints.py", "set_aside_incomplete"),  # renames an uncommitted checkpoint folder aside
     ("export/folder.py", "export_model"),  # moves the merged model's files into the export being built
     ("sandbox/_zygote.py", "start_job"),  # the untrusted job's scratch working directory
 }

@@ -52,7 +52,7 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
         load_trajectory,
         render_text,
     )
-    from llm_finetuning.records.diagnosis import write_diagnosis
+    from llm_finetuning.rundir import DIAGNOSIS, write_diagnosis
 
     try:
         ctx = load_context(run_dir, brief_path, eval_path, architecture, list(correctness))
@@ -91,7 +91,7 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
         try:
             write_diagnosis(root, diagnosis_record(traj, findings, ctx, root))
         except OSError as exc:
-            click.echo(f"warning: could not write {root / 'diagnosis.json'}: {exc.strerror}", err=True)
+            click.echo(f"warning: could not write {root / DIAGNOSIS}: {exc.strerror}", err=True)
     if plot_path is not None:
         from llm_finetuning.diagnose.plot import plot_run
 

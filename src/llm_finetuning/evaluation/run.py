@@ -20,19 +20,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL  # where diagnose reads held-out scores
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.paired import paired_difference, pass_figures
 from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_folder, select_targets
 from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, utc_now
 from llm_finetuning.records.baseline import Decoding
+from llm_finetuning.rundir import EVAL_JSON, EVAL_JSONL
+from llm_finetuning.rundir.manifest import brief_path, load_manifest
 from llm_finetuning.sampling.backend import SamplingSettings
 
 if TYPE_CHECKING:
     from llm_finetuning.sampling.run import SamplingRun
 
 FORMAT = "llm-finetuning/eval@1"
-EVAL_JSON = "eval.json"
 
 
 @dataclass
@@ -64,9 +64,9 @@ class Sampled:
 def load_run_brief(run_dir: Path) -> Brief:
     """The brief a rendered run was made from (through its manifest)."""
     from llm_finetuning.brief import load_brief
-    from llm_finetuning.render.manifest import brief_path, load_manifest
 
     path = brief_path(run_dir, load_manifest(run_dir))
+    assert path is not None  # load_manifest refuses a manifest that names no brief
     brief, errors = load_brief(path)
     if brief is None:
         raise UnusableInput(f"{shown(path)} is no longer a valid brief: {errors[0].line() if errors else '?'}",

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import read_json_or_none
+from llm_finetuning.rundir import read_diagnosis
+from llm_finetuning.rundir.manifest import read_manifest
 
 if TYPE_CHECKING:
     from llm_finetuning.memory import Estimate
@@ -64,7 +66,7 @@ def _load_judge(brief: Brief) -> list[str] | None:
 
 
 def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | None:
-    for source in (diagnosis or {}, read_json_or_none(run_dir / "manifest.json") or {}):
+    for source in (diagnosis or {}, read_manifest(run_dir) or {}):
         for value in (source.get("brief_name"), source.get("name"),
                       source.get("brief", {}).get("name") if isinstance(source.get("brief"), dict) else None):
             if isinstance(value, str):
@@ -84,7 +86,7 @@ def _load_deviation(brief: Brief) -> Deviation | None:
     if not run_dir.is_dir():
         return Deviation(str(ref), None, None, f"run directory {run_dir} does not exist")
     problems = [str(p) for p in verify_diagnosis(run_dir, brief.name)]
-    name = brief.name if not problems else _run_brief_name(run_dir, read_json_or_none(run_dir / "diagnosis.json"))
+    name = brief.name if not problems else _run_brief_name(run_dir, read_diagnosis(run_dir))
     return Deviation(str(ref), not problems, name, "; ".join(problems))
 
 

@@ -24,7 +24,7 @@ from llm_finetuning.errors import (
     UnusableInput,
     sort_problems,
 )
-from llm_finetuning.render.manifest import brief_path, load_manifest, verify_manifest
+from llm_finetuning.rundir.manifest import brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
 
@@ -100,6 +100,7 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
     if problems:
         raise LaunchRefused(problems, why="its files no longer match manifest.json")
     bpath = brief_path(run_dir, manifest)
+    assert bpath is not None  # load_manifest refuses a manifest that names no brief
     try:
         brief, errors = load_brief_for_gate(bpath)
     except UnusableInput as exc:

@@ -33,8 +33,9 @@ from typing import Any
 
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
-from llm_finetuning.launch.checkpoints import last_complete_checkpoint, start_problem
-from llm_finetuning.render.manifest import load_manifest
+from llm_finetuning.rundir import CHECKPOINTS
+from llm_finetuning.rundir.checkpoints import last_complete_checkpoint, start_problem
+from llm_finetuning.rundir.manifest import load_manifest
 
 PID_FILE = "launch.pid"
 EXIT_FILE = "launch.exit.json"
@@ -255,7 +256,7 @@ def _rendered_config(run_dir: Path) -> tuple[int | None, Path]:
     max_steps = config.get("max_steps")
     output_dir = config.get("output_dir")
     return (max_steps if isinstance(max_steps, int) and not isinstance(max_steps, bool) else None,
-            run_dir / (output_dir if isinstance(output_dir, str) else "checkpoints"))
+            run_dir / (output_dir if isinstance(output_dir, str) else CHECKPOINTS))
 
 
 def _progress(traj: Any, max_steps: int | None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, render_problems
 from llm_finetuning.launch import LaunchRefused, verify_run
+from llm_finetuning.rundir import METRICS
 
 
 def run_worker(run_dir: Path, resume: bool, extra_args: list[str], progress: bool = True) -> int:
@@ -35,7 +36,7 @@ def run_worker(run_dir: Path, resume: bool, extra_args: list[str], progress: boo
               f"finetune launch {run.run_dir} --resume", file=sys.stderr)
         return EXIT_REJECTED
     print(f"finetune launch: trained {outcome.global_step} step(s); model in {outcome.final_model}; metrics in "
-          f"{run.run_dir / 'metrics.jsonl'}", file=sys.stderr)
+          f"{run.run_dir / METRICS}", file=sys.stderr)
     return EXIT_OK
 
 

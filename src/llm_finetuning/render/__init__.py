@@ -19,7 +19,7 @@ import yaml
 from llm_finetuning import __version__
 from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import atomic_write_text, sha256_file
-from llm_finetuning.render.manifest import MANIFEST, build_manifest
+from llm_finetuning.render.manifest import build_manifest
 from llm_finetuning.render.plan import (
     MAIN_PROCESS_PORT,
     VLLM_SERVER_GPU_MEMORY_UTILIZATION,
@@ -28,6 +28,7 @@ from llm_finetuning.render.plan import (
     RunPlan,
     build_plan,
 )
+from llm_finetuning.rundir.manifest import read_manifest, write_manifest
 
 if TYPE_CHECKING:
     import jinja2
@@ -127,18 +128,14 @@ def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str,
     run_dir.mkdir(parents=True, exist_ok=True)
     plan = build_plan(brief, run_dir, recommend)
     texts = render_files(plan)
-    previous = run_dir / MANIFEST
-    if previous.is_file():
-        try:
-            old = json.loads(previous.read_text(encoding="utf-8")).get("files", {})
-        except (OSError, ValueError):
-            old = {}
-        for stale in set(old) - set(texts):
-            if "/" not in stale and (run_dir / stale).is_file():
-                (run_dir / stale).unlink()
+    previous = read_manifest(run_dir)
+    old = previous.get("files", {}) if previous is not None else {}
+    for stale in set(old) - set(texts):
+        if "/" not in stale and (run_dir / stale).is_file():
+            (run_dir / stale).unlink()
     for name, text in texts.items():
         atomic_write_text(run_dir / name, text, 0o755 if name.endswith(".sh") else 0o644)
     hashes = {name: sha256_file(run_dir / name) for name in sorted(texts)}
     manifest = build_manifest(brief, run_dir, plan, hashes, gate_fingerprint)
-    atomic_write_text(run_dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n", 0o644)
+    write_manifest(run_dir, manifest)
     return RenderResult(run_dir, plan, hashes, manifest)
