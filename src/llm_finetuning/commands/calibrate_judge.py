@@ -67,9 +67,9 @@ def _report(entry: dict[str, Any], record_path: Path) -> str:
 def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -> None:
     """Score human-labelled items with the brief's judge and write the judge calibration record."""
     from llm_finetuning.records.judge_calibration import judge_specs, write_record
+    from llm_finetuning.records.judge_labels import calibrate, load_labels
+    from llm_finetuning.reward_registry import name_occurrence
     from llm_finetuning.rewards import build_reward
-    from llm_finetuning.rewards.judge_calibration import calibrate, load_labels
-    from llm_finetuning.rewards.registry import name_occurrence
 
     loaded = load_checked_brief(str(brief), as_json)
     try:

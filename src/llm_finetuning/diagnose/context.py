@@ -23,7 +23,7 @@ from llm_finetuning.rundir.checkpoints import checkpoint_dirs
 from llm_finetuning.rundir.manifest import brief_path as rendered_brief_path
 from llm_finetuning.rundir.manifest import brief_sha256, read_manifest
 
-# Built-in rewards that check correctness (rewards.registry.VERIFIERS) and name patterns of custom ones.
+# Built-in rewards that check correctness (reward_registry.VERIFIERS) and name patterns of custom ones.
 CORRECTNESS_NAME = re.compile(r"exact|correct|accura|match|unit_test|pass|verif|solve|answer|json_schema|judge",
                               re.IGNORECASE)
 # Name patterns of shaping rewards: format, length, style. These never count as correctness.
@@ -95,12 +95,12 @@ def _apply_brief(ctx: RunContext, brief: Brief) -> None:
     schedule = Schedule.of(grpo)
     ctx.lr_scheduler, ctx.warmup_steps = schedule.trl_type, schedule.warmup_steps
     ctx.beta = grpo.get("beta")
-    from llm_finetuning.rewards.registry import reward_names
+    from llm_finetuning.reward_registry import reward_names
 
     rewards = data.get("rewards", [])
     names = reward_names(rewards)  # the names TRL logs them under (`rewards/<name>/mean`)
     ctx.reward_weights = {n: float(r.get("weight", 1.0)) for n, r in zip(names, rewards, strict=True)}
-    from llm_finetuning.rewards.registry import VERIFIERS
+    from llm_finetuning.reward_registry import VERIFIERS
 
     ctx.correctness = [n for n, r in zip(names, rewards, strict=True)
                        if r.get("fn") in VERIFIERS or r.get("fn") == "judge"

@@ -48,7 +48,7 @@ from llm_finetuning.fileio import (
 )
 from llm_finetuning.records import KINDS
 from llm_finetuning.records.bindings import current_bindings, stale_problems
-from llm_finetuning.rewards.registry import reward_names
+from llm_finetuning.reward_registry import reward_names
 
 FORMAT = "llm-finetuning/inspection@1"
 FORMAT_PREFIX = "llm-finetuning/inspection@"

@@ -21,7 +21,7 @@ from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.brief.tracking import tracking_entries
 from llm_finetuning.brief.variants import VARIANT_SETTINGS
 from llm_finetuning.errors import Problem
-from llm_finetuning.rewards.registry import reward_names, reward_occurrences
+from llm_finetuning.reward_registry import reward_names, reward_occurrences
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
 # float32 model loading): every value the brief decides is written explicitly.

@@ -21,8 +21,8 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any
 
+from llm_finetuning.reward_registry import arg_defaults
 from llm_finetuning.rewards.explain import quoted
-from llm_finetuning.rewards.registry import arg_defaults
 from llm_finetuning.sandbox import JobResult, Limits, SandboxPool, get_pool
 from llm_finetuning.sandbox.verdicts import (
     PreparedTest,
