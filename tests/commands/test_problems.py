@@ -152,7 +152,8 @@ def test_every_line_carries_its_fix(tmp_path: Path) -> None:
     brief, _ = load_brief(prepare_brief(tmp_path / "b", "passing", records=False))
     assert brief is not None
     for verify, key in ((verify_baseline, "baseline"), (verify_inspection, "inspection")):
-        [missing] = verify(brief, brief.resolve(f"records/{key}.json"))
+        record, [missing] = verify(brief, brief.resolve(f"records/{key}.json"))
+        assert record is None
         assert (missing.id, missing.path) == ("missing", "record")
         assert missing.line() == f"record: {missing.message} Fix: {missing.fix}" and "finetune" in missing.fix
     assert Problem("stale", "reward_code", "reward code changed since the record", "run `finetune inspect b.yaml`",

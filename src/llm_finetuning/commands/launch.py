@@ -110,4 +110,4 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
         sys.exit(_run_script(run.run_dir, resume))
     from llm_finetuning.launch.worker import run_worker
 
-    sys.exit(run_worker(run.run_dir, resume, []))
+    sys.exit(run_worker(run, resume, []))

@@ -34,7 +34,7 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
     """Run the Phase 1 gate on BRIEF, then write RUN_DIR: grpo_config.yaml (TRL GRPOConfig and `trl grpo`),
     accelerate.yaml, launch.sh, rewards_entry.py, sbatch.sh (several nodes) and manifest.json."""
     loaded = load_checked_brief(brief, as_json, for_gate=True)
-    from llm_finetuning.gate import gate_brief, gate_fingerprint
+    from llm_finetuning.gate import gate_brief
 
     try:
         report = gate_brief(loaded, brief)
@@ -53,7 +53,8 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
 
     try:
         recommend, why_not = _recommend(report)
-        result = render_run(loaded, run_dir, gate_fingerprint(loaded), recommend)
+        assert report.fingerprint is not None  # a passing report carries it
+        result = render_run(loaded, run_dir, report.fingerprint, recommend, report.record_sha256)
     except RenderError as exc:
         click.echo(render_problems(exc.problems, as_json=as_json, extra={"rendered": False},
                                    header=f"{brief}: cannot be rendered into a run TRL accepts:"), err=not as_json)

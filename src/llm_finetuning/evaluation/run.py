@@ -78,33 +78,30 @@ def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, dict[str
     """The baseline record to evaluate against (verified), and notes: the one measured at `decoding` when
     it is there and current, else the training one (records.baseline)."""
     from llm_finetuning.models import model_identity
-    from llm_finetuning.records.baseline import (
-        load_baseline,
-        record_path_for,
-        training_record_path,
-        verify_baseline,
-    )
+    from llm_finetuning.records.baseline import record_path_for, training_record_path, verify_baseline
+    from llm_finetuning.records.bindings import current_bindings
 
     identity = model_identity(brief.section("model"), brief.folder)
+    bindings = current_bindings(brief, identity)  # once, for whichever records are verified
     training = training_record_path(brief)
     notes: list[str] = []
     if decoding is not None and not decoding.is_training(brief):
         path = record_path_for(brief, decoding)
-        problems = verify_baseline(brief, path, identity)
-        if not problems:
-            return path, load_baseline(path), notes
+        record, problems = verify_baseline(brief, path, identity, bindings)
+        if record is not None and not problems:
+            return path, record, notes
         if problems[0].id == "missing":
             why = (f"no baseline record at {decoding.label} ({shown(path)}; `finetune baseline "
                    f"{shown(brief.path)} {decoding.flag}` writes one)")
         else:
             why = f"the baseline record at {decoding.label} cannot be used ({problems[0].id}: {problems[0].message})"
         notes.append(f"{why}: the base model is sampled again at {decoding.label} on the prompts of {shown(training)}")
-    problems = verify_baseline(brief, training, identity)
-    if problems:
+    record, problems = verify_baseline(brief, training, identity, bindings)
+    if record is None or problems:
         first = problems[0]
         raise UnusableInput(f"the baseline record cannot stand for the base model: {first.id} ({first.path}): "
                             f"{first.message}", first.fix, "records.baseline")
-    return training, load_baseline(training), notes
+    return training, record, notes
 
 
 def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Decoding | None = None) -> EvalPlan:

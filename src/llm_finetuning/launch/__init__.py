@@ -75,12 +75,14 @@ def vllm_problem(generation: str) -> Problem | None:
 
 def _gate_problems(brief: Brief, manifest: dict[str, Any]) -> list[Problem]:
     """The gate's failures now (each a Problem with its check's id), or a fingerprint that moved."""
-    from llm_finetuning.gate import gate_brief, gate_fingerprint
+    from llm_finetuning.gate import gate_brief
 
-    report = gate_brief(brief)
+    # verify_manifest found each record's sha256 equal to the manifest's: the gate takes those
+    verified = {key: rec.get("sha256") for key, rec in manifest.get("records", {}).items()}
+    report = gate_brief(brief, record_sha256=verified)
     if not report.passed:
         return [p for p in report.problems if p.severity == ERROR]
-    if gate_fingerprint(brief) != manifest.get("gate_fingerprint"):
+    if report.fingerprint != manifest.get("gate_fingerprint"):
         return [Problem("gate_fingerprint", "", "the gate's fingerprint differs from the one in manifest.json (the "
                         "evidence changed since rendering).", "run `finetune render BRIEF -o RUN_DIR` again")]
     return []

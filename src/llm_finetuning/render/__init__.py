@@ -121,9 +121,12 @@ class RenderResult:
     manifest: dict[str, Any]
 
 
-def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str,
-               recommend: dict[str, Any] | None = None) -> RenderResult:
-    """Write the run directory for `brief` (which passed the gate) and its manifest; RenderError if TRL could not run it."""
+def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str, recommend: dict[str, Any] | None = None,
+               record_sha256: dict[str, str | None] | None = None) -> RenderResult:
+    """Write the run directory for `brief` (which passed the gate) and its manifest; RenderError if TRL could not run it.
+
+    `gate_fingerprint` and `record_sha256` (each record file's sha256, by key) come from the gate's report, so
+    nothing the gate hashed is hashed again; a record left out of `record_sha256` is hashed here."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     plan = build_plan(brief, run_dir, recommend)
@@ -136,6 +139,6 @@ def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str,
     for name, text in texts.items():
         atomic_write_text(run_dir / name, text, 0o755 if name.endswith(".sh") else 0o644)
     hashes = {name: sha256_file(run_dir / name) for name in sorted(texts)}
-    manifest = build_manifest(brief, run_dir, plan, hashes, gate_fingerprint)
+    manifest = build_manifest(brief, run_dir, plan, hashes, gate_fingerprint, record_sha256 or {})
     write_manifest(run_dir, manifest)
     return RenderResult(run_dir, plan, hashes, manifest)

@@ -26,10 +26,13 @@ def record_paths(brief: Brief) -> dict[str, Path]:
     return out
 
 
-def build_manifest(brief: Brief, run_dir: Path, plan: RunPlan, files: dict[str, str], gate_fingerprint: str) -> dict[str, Any]:
+def build_manifest(brief: Brief, run_dir: Path, plan: RunPlan, files: dict[str, str], gate_fingerprint: str,
+                   record_sha256: dict[str, str | None]) -> dict[str, Any]:
+    """The manifest's JSON object; each record's sha256 from `record_sha256` (the gate's) where it is there."""
     records = {}
     for key, path in sorted(record_paths(brief).items()):
-        records[key] = {"path": _rel(path, run_dir), "sha256": sha256_file(path) if path.is_file() else None}
+        digest = record_sha256[key] if key in record_sha256 else (sha256_file(path) if path.is_file() else None)
+        records[key] = {"path": _rel(path, run_dir), "sha256": digest}
     return {
         "format": MANIFEST_FORMAT,
         "llm_finetuning_version": __version__,
