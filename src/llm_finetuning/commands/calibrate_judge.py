@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable, load_checked_brief
+from llm_finetuning.commands._common import fail, load_checked_brief
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
 
 
@@ -72,19 +72,16 @@ def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -
     from llm_finetuning.rewards import build_reward
 
     loaded = load_checked_brief(str(brief), as_json)
-    try:
-        name, index, spec = _pick(judge_specs(loaded), reward_name)
-        items = load_labels(labels)
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    name, index, spec = _pick(judge_specs(loaded), reward_name)
+    items = load_labels(labels)
     try:
         judge = build_reward(spec, loaded.folder, name_occurrence(name))
     except ValueError as exc:
-        fail_unusable(UnusableInput(f"rewards[{index}]: the judge cannot be built: {exc}", "fix its args"), as_json)
+        fail(UnusableInput(f"rewards[{index}]: the judge cannot be built: {exc}", "fix its args"), as_json)
     entry = calibrate(judge, spec, name, items, labels)
     if entry["figures"]["n_scored"] == 0:
         failures = ", ".join(f"{k[len('failed_'):]} x{v}" for k, v in entry["failures"].items()) or "unknown"
-        fail_unusable(UnusableInput(f"rewards[{index}]: the judge scored none of the {len(items)} items ({failures})",
+        fail(UnusableInput(f"rewards[{index}]: the judge scored none of the {len(items)} items ({failures})",
                                     f"check that {spec['args']['endpoint']} serves {spec['args']['model']}"), as_json)
     record_path = loaded.resolve(loaded.data["records"]["judge_calibration"])
     write_record(record_path, entry)

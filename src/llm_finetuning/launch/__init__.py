@@ -21,6 +21,7 @@ from llm_finetuning.errors import (
     EXIT_UNUSABLE,
     WARNING,
     Problem,
+    ProblemError,
     UnusableInput,
     sort_problems,
 )
@@ -28,18 +29,16 @@ from llm_finetuning.rundir.manifest import brief_path, load_manifest, verify_man
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
 
-class LaunchRefused(Exception):
+class LaunchRefused(ProblemError):
     """The run may not start: every Problem found (each with its fix), what they concern (`why`, for the
     header), and `exit_code` 1 (refused) or 2 (unusable)."""
 
     def __init__(self, problems: list[Problem], exit_code: int = EXIT_REJECTED, why: str = "") -> None:
-        super().__init__("\n".join(p.line() for p in problems))
-        self.problems = problems
-        self.exit_code = exit_code
+        super().__init__(problems, exit_code)
         self.why = why
 
-    def header(self, run_dir: Path | str) -> str:
-        return f"finetune launch: {run_dir} is refused{f' ({self.why})' if self.why else ''}:"
+    def header(self, subject: Path | str) -> str:
+        return f"finetune launch: {subject} is refused{f' ({self.why})' if self.why else ''}:"
 
 
 @dataclass
