@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-# Exit codes shared by every verb (DESIGN.md, CLI contract).
+# Exit codes shared by every verb (docs/workflow.md, "The CLI").
 EXIT_OK = 0
 EXIT_REJECTED = 1
 EXIT_UNUSABLE = 2

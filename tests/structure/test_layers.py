@@ -1,8 +1,9 @@
 """The package's layers, enforced from its import graph (read from the source with `ast`; nothing is imported).
 
-Four rules: no import runs up the layers of DESIGN.md ("The package is layered"), no modules import each other in a
-cycle, the core imports no ML library at module level (so `finetune check/gate/render/memory` answer in well under a
-second), and no package imports another package's private names.
+Four rules: no import runs up the layers of docs/development.md ("Layers, checked in CI"); no modules, and no
+subpackages counted whole, import each other in a cycle; the core imports no ML library at module level (so
+`finetune check/gate/render/memory` answer in well under a second); and no package imports another package's
+private names.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ FOUNDATION_MODULES = ("errors", "fileio", "locations")
 
 # What each layer may import besides itself and FOUNDATION. A target is a module path below the package and
 # covers everything under it ("rewards.sources" allows that module only, "brief" the whole package).
-# Edges in DESIGN.md's diagram carry no comment; every other edge says why it is needed.
+# Edges in docs/development.md's list carry no comment; every other edge says why it is needed.
 LAYERS: dict[str, set[str]] = {
     "cli": {"commands"},
     "commands": {
@@ -89,7 +90,7 @@ LAYERS: dict[str, set[str]] = {
         "sampling",  # evaluation samples the trained model with the baseline's settings
         "rundir",  # the run's checkpoints, final model, end step, manifest and evaluation files
     },
-    # DESIGN.md's launch -> rewards is taken by the run directory's rendered rewards_entry.py (which imports
+    # launch -> rewards is taken by the run directory's rendered rewards_entry.py (which imports
     # rewards.build_reward), not by launch's own modules.
     "launch": {
         "brief", "models", "vllm_support", "cputhreads",
@@ -236,7 +237,7 @@ def test_no_import_runs_up_the_layers() -> None:
         if (imp.source, imp.target) in EXCEPTIONS:
             continue
         found.append(f"{imp.where()} ({layer}) imports {imp.target}")
-    assert not found, "imports against the layers of DESIGN.md (LAYERS in this file):\n" + "\n".join(found)
+    assert not found, "imports against the layers of docs/development.md (LAYERS in this file):\n" + "\n".join(found)
 
 
 def cycles_of(edges: dict[str, set[str]]) -> list[str]:

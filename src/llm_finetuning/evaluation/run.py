@@ -203,7 +203,7 @@ def scored_successes(brief: Brief, run: SamplingRun) -> list[int]:
 
 
 def compare(plan: EvalPlan, base: list[int], trained: list[int]) -> dict[str, Any]:
-    """The `finetune eval --json` object for one checkpoint (DESIGN.md's contract), before binding."""
+    """The `finetune eval --json` object for one checkpoint (docs/workflow.md, "What `--json` prints"), before binding."""
     k = plan.settings.k
     diff = paired_difference([b / k for b in base], [t / k for t in trained])
     return {"prompts": len(trained), "k": k, "base": pass_figures(base, k), "trained": pass_figures(trained, k),
@@ -287,9 +287,9 @@ def _write_results(run_dir: Path, which: str, results: list[dict[str, Any]]) -> 
 
 
 CONTRACT_KEYS = ("checkpoint", "prompts", "k", "base", "trained", "delta_pass_at_1", "ci95", "beyond_noise",
-                 "temperature", "greedy")  # DESIGN.md's keys, then the decoding both sides were measured at
+                 "temperature", "greedy")  # docs/workflow.md's keys, the decoding both sides were measured at last
 
 
 def contract(result: dict[str, Any]) -> dict[str, Any]:
-    """The keys DESIGN.md promises for `finetune eval --json`, and the decoding (temperature 0: greedy)."""
+    """The keys docs/workflow.md promises for `finetune eval --json`, and the decoding (temperature 0: greedy)."""
     return {key: result[key] for key in CONTRACT_KEYS}

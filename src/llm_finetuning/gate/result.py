@@ -40,7 +40,7 @@ class CheckResult:
         return Problem(self.id, self.path, self.message, self.fix, ERROR if self.verdict == FAIL else WARNING)
 
     def to_json(self) -> dict[str, str]:
-        """The documented row of `checks` (DESIGN.md: id, verdict, path, reason, fix)."""
+        """The documented row of `checks` (docs/gate.md: id, verdict, path, reason, fix)."""
         return {"id": self.id, "verdict": self.verdict, "path": self.path, "reason": self.message, "fix": self.fix}
 
 

@@ -350,7 +350,7 @@ def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, live: list[i
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:
-    """The `finetune status --json` object (DESIGN.md): state, step, max_steps, reward, elapsed_s, eta_s,
+    """The `finetune status --json` object (docs/render-launch.md): state, step, max_steps, reward, elapsed_s, eta_s,
     pid, log, finding; plus exit_code, signal, checkpoint, log_tail and next. Raises UnusableInput when
     RUN_DIR is not a rendered run directory."""
     from llm_finetuning.diagnose import load_trajectory

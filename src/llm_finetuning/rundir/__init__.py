@@ -1,8 +1,8 @@
 """A run directory: the names of its files, and what a run wrote there, read and written in one place.
 
 `finetune render BRIEF -o RUN_DIR` makes one; `launch`, `status`, `stop`, `diagnose`, `eval` and `export` read it
-through this package, and the gate reads a `grpo.deviation` run's diagnosis through it. The layout (docs/workflow.md,
-"The run directory"):
+through this package, and the gate reads a `grpo.deviation` run's diagnosis through it. The layout (docs/render-launch.md,
+"What RUN_DIR holds"):
 
 - `manifest.json`: binds the run to its brief, records, gate fingerprint and rendered files (`rundir.manifest`);
 - `grpo_config.yaml`, `accelerate.yaml`, `launch.sh`, `rewards_entry.py` (and `sbatch.sh`): what render wrote;
