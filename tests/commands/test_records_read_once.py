@@ -25,7 +25,7 @@ from llm_finetuning import fileio
 from llm_finetuning.cli import cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from gate_fixtures import prepare_brief  # noqa: E402
+from gate_fixtures import render_passing  # noqa: E402
 
 COUNTED = (("records.baseline", "load_baseline"), ("records.inspection", "load_inspection"),
            ("records.bindings", "reward_bindings"))
@@ -68,12 +68,7 @@ def assert_once(counts: Counter[Any], folder: Path, files: list[str]) -> None:
 @pytest.fixture()
 def rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A passing brief's folder (the current directory) with the gate's cache warm and RUN_DIR runs/r1."""
-    monkeypatch.setenv("LLM_FINETUNING_CACHE", str(tmp_path / "cache"))
-    brief = prepare_brief(tmp_path / "b", "passing")
-    monkeypatch.chdir(brief.parent)
-    result = CliRunner().invoke(cli, ["render", "brief.yaml", "-o", "runs/r1"])
-    assert result.exit_code == 0, result.output
-    return brief.parent
+    return render_passing(tmp_path, monkeypatch)
 
 
 def test_render_reads_and_hashes_each_record_once(rendered: Path, monkeypatch: pytest.MonkeyPatch) -> None:
