@@ -43,6 +43,10 @@ class LazyGroup(click.Group):
             return None
         mod = importlib.import_module(f"llm_finetuning.commands.{module}")
         command: click.Command = mod.command
+        if command.callback is not None and not getattr(command.callback, "converts_problems", False):
+            from llm_finetuning.commands._common import converting_problems
+
+            command.callback = converting_problems(command.callback)  # the one place Problems become output
         return command
 
 
@@ -54,17 +58,19 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Run the CLI; an UnusableInput that a verb did not handle (a missing optional package or model,
-    met deep inside) still ends as one line and exit 2, never a traceback."""
+    """Run the CLI. Each verb's callback is wrapped (`LazyGroup.get_command`) so that an exception carrying
+    Problems (`errors.ProblemError`: an UnusableInput met deep inside, a refused launch) ends through
+    `commands._common.fail`, as lines and its exit code or the JSON error shape, never a traceback; one raised
+    before a verb runs (while its options are parsed) ends there too."""
     import sys
 
-    from llm_finetuning.commands._common import fail_unusable
-    from llm_finetuning.errors import UnusableInput
+    from llm_finetuning.commands._common import fail
+    from llm_finetuning.errors import ProblemError
 
     try:
         cli(prog_name="finetune")
-    except UnusableInput as exc:
-        fail_unusable(exc, "--json" in sys.argv[1:])
+    except ProblemError as exc:
+        fail(exc, "--json" in sys.argv[1:])
 
 
 if __name__ == "__main__":  # pragma: no cover

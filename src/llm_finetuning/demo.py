@@ -21,6 +21,8 @@ from typing import Any
 import click
 import yaml
 
+from llm_finetuning.rundir import EVAL_JSON
+
 EXAMPLE = "smollm2-json"
 
 
@@ -143,7 +145,7 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
                  "the baseline's settings)")
     t = time.monotonic()
     code = _finetune("eval", str(run_dir), "--prompts", str(eval_prompts), "--k", str(k), expect=(0, 1))
-    summary.evaluation = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
+    summary.evaluation = json.loads((run_dir / EVAL_JSON).read_text(encoding="utf-8"))
     summary.pass_before = summary.evaluation["base"]["pass_at_1"]
     summary.pass_after = summary.evaluation["trained"]["pass_at_1"]
     s.note = f"{summary.pass_before:.1%} -> {summary.pass_after:.1%}" + (" (better beyond noise)" if code == 0 else "")

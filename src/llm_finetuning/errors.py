@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-# Exit codes shared by every verb (DESIGN.md, CLI contract).
+# Exit codes shared by every verb (docs/workflow.md, "The CLI").
 EXIT_OK = 0
 EXIT_REJECTED = 1
 EXIT_UNUSABLE = 2
@@ -45,17 +46,37 @@ class Problem:
         return asdict(self)
 
 
-class UnusableInput(Exception):
+class ProblemError(Exception):
+    """The one base of the exceptions that carry Problems (`UnusableInput`, `RenderError`, `LaunchRefused`): the
+    Problems, in order, and the exit code the CLI ends with. The CLI converts every one in one place
+    (`commands._common.fail`): the JSON error shape on stdout, or `header(subject)` and one line a Problem
+    on stderr (a bare `error: ` line when there is no header)."""
+
+    exit_code = EXIT_UNUSABLE
+
+    def __init__(self, problems: list[Problem], exit_code: int | None = None) -> None:
+        super().__init__("\n".join(p.line() for p in problems))
+        self.problems = list(problems)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def header(self, subject: Path | str) -> str:
+        """The human form's first line about `subject` (the path the user typed); empty for none."""
+        return ""
+
+
+class UnusableInput(ProblemError):
     """Input the product cannot read at all (missing file, malformed YAML, wrong record format).
 
     Carries one Problem (id `unusable_input`); the CLI prints it and exits with EXIT_UNUSABLE.
     """
 
     def __init__(self, message: str, fix: str = "", path: str = "") -> None:
-        super().__init__(message)
         self.message = message
         self.fix = fix
         self.path = path
+        super().__init__([self.problem])
+        self.args = (message,)
 
     @property
     def problem(self) -> Problem:

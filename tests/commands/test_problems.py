@@ -92,7 +92,7 @@ def test_gate_problems_are_its_failures_and_warnings(tmp_path: Path) -> None:
     report = json.loads(out)
     problems = problems_of(out)
     assert code == 1 and report["ok"] is False and report["passed"] is False
-    # the checks keep DESIGN.md's keys; each failure or warning is also a problem with the check's id
+    # the checks keep docs/gate.md's keys; each failure or warning is also a problem with the check's id
     assert all(set(c) == {"id", "verdict", "path", "reason", "fix"} for c in report["checks"])
     flagged = [(c["id"], c["path"], c["reason"], c["fix"], "error" if c["verdict"] == "fail" else "warning")
                for c in report["checks"] if c["verdict"] != "pass"]
@@ -152,7 +152,8 @@ def test_every_line_carries_its_fix(tmp_path: Path) -> None:
     brief, _ = load_brief(prepare_brief(tmp_path / "b", "passing", records=False))
     assert brief is not None
     for verify, key in ((verify_baseline, "baseline"), (verify_inspection, "inspection")):
-        [missing] = verify(brief, brief.resolve(f"records/{key}.json"))
+        record, [missing] = verify(brief, brief.resolve(f"records/{key}.json"))
+        assert record is None
         assert (missing.id, missing.path) == ("missing", "record")
         assert missing.line() == f"record: {missing.message} Fix: {missing.fix}" and "finetune" in missing.fix
     assert Problem("stale", "reward_code", "reward code changed since the record", "run `finetune inspect b.yaml`",

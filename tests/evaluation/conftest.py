@@ -17,6 +17,7 @@ LORA = "  dtype: float32\n  adapter: lora\n  lora: {r: 4, alpha: 8, target_modul
 
 def train_run(folder: Path, model: Path, lora: bool = False) -> tuple[Path, Path]:
     """(brief, run directory) of a finished 4-step run with checkpoints at steps 2 and 4."""
+    from llm_finetuning.launch import verify_run
     from llm_finetuning.launch.worker import run_worker
 
     brief = make_brief(folder / "brief", model, max_steps=4, save_steps=2)
@@ -27,7 +28,7 @@ def train_run(folder: Path, model: Path, lora: bool = False) -> tuple[Path, Path
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
     cwd = os.getcwd()
     try:
-        assert run_worker(run, resume=False, extra_args=[], progress=False) == 0
+        assert run_worker(verify_run(run), resume=False, extra_args=[], progress=False) == 0
     finally:
         os.chdir(cwd)  # training runs inside the run directory
     return brief, run

@@ -14,7 +14,7 @@ from llm_finetuning.cli import cli
 pytestmark = pytest.mark.slow
 
 CONTRACT = {"checkpoint", "prompts", "k", "base", "trained", "delta_pass_at_1", "ci95", "beyond_noise"}
-DECODING = {"temperature", "greedy"}  # added to DESIGN.md's keys: the setting both sides were measured at
+DECODING = {"temperature", "greedy"}  # docs/workflow.md's keys end with the setting both sides were measured at
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:

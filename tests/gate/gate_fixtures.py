@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "records"))
 
@@ -47,3 +48,18 @@ def prepare_brief(folder: Path, fixture: str, records: bool = True) -> Path:
     disagree = {int(x): "disagree" for x in i.get("disagree", "").split(",") if x}
     build_inspection(brief, verdicts=disagree)
     return folder / "brief.yaml"
+
+
+def render_passing(tmp_path: Path, monkeypatch: Any) -> Path:
+    """The passing fixture in tmp_path/b (made the current directory, with its own gate cache), rendered by
+    `finetune render` into runs/r1; returns the brief's folder."""
+    from click.testing import CliRunner
+
+    from llm_finetuning.cli import cli
+
+    monkeypatch.setenv("LLM_FINETUNING_CACHE", str(tmp_path / "cache"))
+    brief = prepare_brief(tmp_path / "b", "passing")
+    monkeypatch.chdir(brief.parent)
+    result = CliRunner().invoke(cli, ["render", "brief.yaml", "-o", "runs/r1"])
+    assert result.exit_code == 0, result.output
+    return brief.parent

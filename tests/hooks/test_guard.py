@@ -13,9 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from llm_finetuning.cli import cli
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK = REPO / "hooks" / "guard"
@@ -23,18 +20,13 @@ HOOK_PY = REPO / "hooks" / "guard.py"
 SH = shutil.which("sh") or "/bin/sh"
 sys.path.insert(0, str(REPO / "tests" / "gate"))
 
-from gate_fixtures import prepare_brief  # noqa: E402
+from gate_fixtures import prepare_brief, render_passing  # noqa: E402
 
 
 @pytest.fixture
 def rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A brief folder with records and runs/r1 rendered by `finetune render` after a passing gate."""
-    monkeypatch.setenv("LLM_FINETUNING_CACHE", str(tmp_path / "cache"))
-    brief = prepare_brief(tmp_path / "b", "passing")
-    monkeypatch.chdir(brief.parent)
-    result = CliRunner().invoke(cli, ["render", "brief.yaml", "-o", "runs/r1"])
-    assert result.exit_code == 0, result.output
-    return brief.parent
+    return render_passing(tmp_path, monkeypatch)
 
 
 def run_hook(event: dict | str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

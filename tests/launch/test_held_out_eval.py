@@ -15,13 +15,14 @@ HELD_OUT = "held_out_eval: {every_steps: 2, prompts: 3, k: 2}\n"
 
 
 def _train(folder: Path, model: Path, extra: str) -> Path:
+    from llm_finetuning.launch import verify_run
     from llm_finetuning.launch.worker import run_worker
 
     brief = make_brief(folder / "b", model, max_steps=4, save_steps=4, extra=extra)
     run = folder / "run"
     rendered = finetune("render", str(brief), "-o", str(run))
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
-    assert run_worker(run, resume=False, extra_args=[], progress=False) == 0
+    assert run_worker(verify_run(run), resume=False, extra_args=[], progress=False) == 0
     return run
 
 

@@ -17,6 +17,7 @@ def test_tensorboard_event_files_hold_reward_and_kl(tmp_path: Path, tiny_model_d
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    from llm_finetuning.launch import verify_run
     from llm_finetuning.launch.worker import run_worker
 
     monkeypatch.chdir(tmp_path)  # training changes into the run directory; undone after the test
@@ -29,7 +30,7 @@ def test_tensorboard_event_files_hold_reward_and_kl(tmp_path: Path, tiny_model_d
     config = (run / "grpo_config.yaml").read_text()
     assert "report_to: [tensorboard]" in config and "run_name: tiny-tb" in config
     monkeypatch.setenv("TENSORBOARD_LOGGING_DIR", str(tmp_path / "elsewhere"))  # launch points it at the run
-    assert run_worker(run, resume=False, extra_args=[], progress=False) == 0
+    assert run_worker(verify_run(run), resume=False, extra_args=[], progress=False) == 0
 
     events = list((run / "tensorboard").glob("events.out.tfevents.*"))
     assert events, sorted(p.name for p in run.rglob("*"))

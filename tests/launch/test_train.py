@@ -38,6 +38,7 @@ def _complete(ckpts: Path) -> list[int]:
 
 def test_sigkill_then_resume_reaches_the_same_final_step(tmp_path: Path, model: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_finetuning.launch import verify_run
     from llm_finetuning.launch.worker import run_worker
 
     monkeypatch.chdir(tmp_path)  # training changes into the run directory; undone after the test
@@ -54,8 +55,8 @@ def test_sigkill_then_resume_reaches_the_same_final_step(tmp_path: Path, model: 
     assert "GRPO" in log.read_text(errors="replace")  # the progress bar ran
     assert not (run / "model").exists()
 
-    assert run_worker(run, resume=False, extra_args=[]) == 1  # would overwrite: refused, pointing at --resume
-    assert run_worker(run, resume=True, extra_args=[], progress=False) == 0
+    assert run_worker(verify_run(run), resume=False, extra_args=[]) == 1  # would overwrite: refused, pointing at --resume
+    assert run_worker(verify_run(run), resume=True, extra_args=[], progress=False) == 0
     assert trainer_state(ckpts / "checkpoint-10")["global_step"] == 10
     assert metric_steps(run) == list(range(1, 11))  # rows the killed run logged after checkpoint-2 were dropped
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -68,6 +69,7 @@ def test_sigkill_then_resume_reaches_the_same_final_step(tmp_path: Path, model: 
 
 def test_sigterm_saves_a_checkpoint_before_exiting(tmp_path: Path, model: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_finetuning.launch import verify_run
     from llm_finetuning.launch.worker import run_worker
 
     monkeypatch.chdir(tmp_path)
@@ -86,7 +88,7 @@ def test_sigterm_saves_a_checkpoint_before_exiting(tmp_path: Path, model: Path,
     sender = threading.Thread(target=send_sigterm_after_first_step, daemon=True)
     sender.start()
     try:
-        code = run_worker(run, resume=False, extra_args=[], progress=False)
+        code = run_worker(verify_run(run), resume=False, extra_args=[], progress=False)
     finally:
         stop.set()
         sender.join()
@@ -110,6 +112,7 @@ def test_trl_grpo_cli_trains_the_rendered_file(tmp_path: Path, model: Path) -> N
 
 
 def test_lora_run_trains_an_adapter(tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_finetuning.launch import verify_run
     from llm_finetuning.launch.worker import run_worker
 
     monkeypatch.chdir(tmp_path)
@@ -121,6 +124,6 @@ def test_lora_run_trains_an_adapter(tmp_path: Path, model: Path, monkeypatch: py
     synthetic_records(brief, "llm-finetuning tests")  # the brief changed: its records are made again
     run = tmp_path / "run"
     assert finetune("render", str(brief), "-o", str(run)).returncode == 0
-    assert run_worker(run, resume=False, extra_args=[], progress=False) == 0
+    assert run_worker(verify_run(run), resume=False, extra_args=[], progress=False) == 0
     assert (run / "model" / "adapter_config.json").is_file()
     assert json.loads((run / "model" / "adapter_config.json").read_text())["r"] == 4

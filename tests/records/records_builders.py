@@ -63,7 +63,7 @@ def loaded(path: Path) -> Any:
 
 def make_samples(brief: Any, n: int = 64) -> list[dict[str, Any]]:
     """n scored samples, one value per reward of the brief, as `finetune inspect` would write them."""
-    from llm_finetuning.rewards.registry import reward_names
+    from llm_finetuning.reward_registry import reward_names
 
     names = reward_names(brief.data["rewards"])
     out = []
@@ -107,7 +107,7 @@ def build_baseline(brief: Any, *, pass_at_k: float = 0.5, pass_at_1: float = 0.2
     """A baseline record at the brief's records.baseline with the given figures, measured (`settings`) under
     the brief's sampling settings, as `finetune baseline` records them; without them, as older records.
     `sampling`: recorded settings that replace the brief's (an evaluation setting's temperature, greedy ...)."""
-    from llm_finetuning.rewards.registry import reward_names
+    from llm_finetuning.reward_registry import reward_names
 
     path = brief.resolve(brief.data["records"]["baseline"])
     extra: dict[str, Any] = {}

@@ -18,7 +18,7 @@ def test_roundtrip_and_verify(brief: Any) -> None:
     assert rec["format"] == "llm-finetuning/baseline@1"
     assert rec["pass_at_k"] == 0.5 and rec["k"] == 8
     assert set(rec["bindings"]) >= {"model", "rewards_spec_sha256", "reward_code_sha256", "data_sha256"}
-    assert verify_baseline(brief, path) == []
+    assert verify_baseline(brief, path)[1] == []
 
 
 def test_hand_edit_is_tampered(brief: Any) -> None:
@@ -26,21 +26,21 @@ def test_hand_edit_is_tampered(brief: Any) -> None:
     rec = json.loads(path.read_text())
     rec["pass_at_k"] = 0.25
     path.write_text(json.dumps(rec))
-    assert [(p.id, p.path) for p in verify_baseline(brief, path)] == [("tampered", "record")]
+    assert [(p.id, p.path) for p in verify_baseline(brief, path)[1]] == [("tampered", "record")]
 
 
 def test_data_change_is_stale(brief: Any) -> None:
     path = build_baseline(brief)
     with (brief.folder / "data" / "train.jsonl").open("a") as f:
         f.write('{"prompt": "What is 9 + 9?", "answer": "18"}\n')
-    problems = verify_baseline(brief, path)
+    problems = verify_baseline(brief, path)[1]
     assert [(p.id, p.path) for p in problems] == [("stale", "data")]
 
 
 def test_reward_weight_change_is_stale(brief: Any) -> None:
     path = build_baseline(brief)
     brief.path.write_text(brief.path.read_text().replace("weight: 0.5", "weight: 0.6"))
-    problems = verify_baseline(loaded(brief.path), path)
+    problems = verify_baseline(loaded(brief.path), path)[1]
     assert [(p.id, p.path) for p in problems] == [("stale", "rewards_spec")]
     assert "rewards[1] (my_rewards:contains_answer)" in problems[0].message
 
@@ -57,7 +57,7 @@ def test_wrong_format_is_malformed(brief: Any) -> None:
     path = brief.folder / "records" / "baseline.json"
     path.parent.mkdir()
     path.write_text('{"format": "something-else"}')
-    problems = verify_baseline(brief, path)
+    problems = verify_baseline(brief, path)[1]
     assert [(p.id, p.path) for p in problems] == [("malformed", "record")]
 
 
@@ -102,6 +102,6 @@ def test_recorded_decoding_and_purpose(brief: Any) -> None:
 def test_missing_training_record_names_the_evaluation_records_beside_it(brief: Any) -> None:
     path = build_baseline(brief, sampling={"temperature": 0.7, "purpose": "evaluation"})
     path.rename(path.with_name("baseline.t0.7.json"))
-    [problem] = verify_baseline(brief, path)
+    [problem] = verify_baseline(brief, path)[1]
     assert problem.id == "missing"
     assert "baseline.t0.7.json beside it measure evaluation settings, not the training temperature" in problem.message

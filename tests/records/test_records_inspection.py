@@ -25,7 +25,7 @@ def edit_json(path: Path, change: Any) -> None:
 
 def test_sealed_all_agree_record_verifies(brief: Any) -> None:
     path = build_inspection(brief)
-    assert verify_inspection(brief, path) == []
+    assert verify_inspection(brief, path)[1] == []
     rec = inspection.load_inspection(path)
     assert rec["format"] == "llm-finetuning/inspection@1"
     assert rec["review"]["reviewer"] == "Ada Reviewer"
@@ -39,14 +39,14 @@ def test_sealed_all_agree_record_verifies(brief: Any) -> None:
 
 
 def test_missing_record_is_named(brief: Any) -> None:
-    problems = verify_inspection(brief, brief.folder / "records" / "inspection.json")
+    problems = verify_inspection(brief, brief.folder / "records" / "inspection.json")[1]
     assert kinds(problems) == [("missing", "record")]
     assert "finetune inspect" in problems[0].fix
 
 
 def test_unsealed_and_incomplete(brief: Any) -> None:
     path = build_inspection(brief, seal=False, review_all=False, verdicts={0: "agree"})
-    problems = verify_inspection(brief, path)
+    problems = verify_inspection(brief, path)[1]
     assert kinds(problems) == [("unsealed", "review"), ("incomplete", "verdicts")]
     assert "63 of 64" in problems[1].message
     with pytest.raises(RecordError, match="63 sample"):
@@ -55,7 +55,7 @@ def test_unsealed_and_incomplete(brief: Any) -> None:
 
 def test_disagreement_can_be_sealed_and_is_listed(brief: Any) -> None:
     path = build_inspection(brief, verdicts={3: "disagree", 7: "unsure"})
-    problems = verify_inspection(brief, path)
+    problems = verify_inspection(brief, path)[1]
     assert kinds(problems) == [("disagreement", "verdicts")]
     assert "s003" in problems[0].message and "s007" not in problems[0].message
     assert problems[0].fix.startswith("fix the reward function first")
@@ -76,7 +76,7 @@ def test_one_character_in_custom_reward_source_is_stale(brief: Any) -> None:
     path = build_inspection(brief)
     src = brief.folder / "my_rewards.py"
     src.write_text(src.read_text().replace("1.0 if", "2.0 if"))
-    problems = verify_inspection(brief, path)
+    problems = verify_inspection(brief, path)[1]
     assert kinds(problems) == [("stale", "reward_code")]
     assert "my_rewards.py (my_rewards:contains_answer) changed" in problems[0].message
 
@@ -85,7 +85,7 @@ def test_one_character_in_reward_args_is_stale(brief: Any) -> None:
     path = build_inspection(brief)
     text = brief.path.read_text().replace("extract: last_number", "extract: hash")
     brief.path.write_text(text)
-    problems = verify_inspection(loaded(brief.path), path)
+    problems = verify_inspection(loaded(brief.path), path)[1]
     assert kinds(problems) == [("stale", "rewards_spec")]
     assert "rewards[0] (exact_match) fn/weight/args changed" in problems[0].message
 
@@ -96,7 +96,7 @@ def test_one_character_in_a_sample_is_tampered(brief: Any) -> None:
     lines = spath.read_text().splitlines(keepends=True)
     lines[5] = lines[5].replace("The sum is", "The sum was")
     spath.write_text("".join(lines))
-    problems = verify_inspection(brief, path)
+    problems = verify_inspection(brief, path)[1]
     assert kinds(problems) == [("tampered", "samples")]
     assert "changed or removed: s005" in problems[0].message
 
@@ -104,7 +104,7 @@ def test_one_character_in_a_sample_is_tampered(brief: Any) -> None:
 def test_one_verdict_edited_after_sealing_is_tampered(brief: Any) -> None:
     path = build_inspection(brief, verdicts={3: "disagree"})
     edit_json(path, lambda r: r["verdicts"]["s003"].update(verdict="agree"))
-    problems = verify_inspection(brief, path)
+    problems = verify_inspection(brief, path)[1]
     assert kinds(problems) == [("tampered", "verdicts")]
     assert "s003" in problems[0].message
 
@@ -112,21 +112,21 @@ def test_one_verdict_edited_after_sealing_is_tampered(brief: Any) -> None:
 def test_reviewer_edited_after_sealing_is_tampered(brief: Any) -> None:
     path = build_inspection(brief)
     edit_json(path, lambda r: r["review"].update(reviewer="Someone Else"))
-    assert kinds(verify_inspection(brief, path)) == [("tampered", "review")]
+    assert kinds(verify_inspection(brief, path)[1]) == [("tampered", "review")]
 
 
 def test_model_change_is_stale_and_named(brief: Any) -> None:
     path = build_inspection(brief)
     brief.path.write_text(brief.path.read_text().replace("Qwen2.5-0.5B", "Qwen2.5-1.5B"))
-    problems = verify_inspection(loaded(brief.path), path)
+    problems = verify_inspection(loaded(brief.path), path)[1]
     assert kinds(problems) == [("stale", "model")]
     assert "model.id: 'Qwen/Qwen2.5-0.5B-Instruct' -> 'Qwen/Qwen2.5-1.5B-Instruct'" in problems[0].message
-    assert kinds(verify_inspection(brief, path, model_identity="sha256:abc")) == [("stale", "model")]
+    assert kinds(verify_inspection(brief, path, model_identity="sha256:abc")[1]) == [("stale", "model")]
 
 
 def test_sample_count_outside_50_100(brief: Any) -> None:
     path = build_inspection(brief, n=10)
-    problems = verify_inspection(brief, path)
+    problems = verify_inspection(brief, path)[1]
     assert kinds(problems) == [("size", "samples")]
     assert "holds 10 samples" in problems[0].message
 
@@ -134,7 +134,7 @@ def test_sample_count_outside_50_100(brief: Any) -> None:
 def test_newer_format_is_malformed_with_upgrade_fix(brief: Any) -> None:
     path = build_inspection(brief)
     edit_json(path, lambda r: r.update(format="llm-finetuning/inspection@2"))
-    problems = verify_inspection(brief, path)
+    problems = verify_inspection(brief, path)[1]
     assert kinds(problems) == [("malformed", "record")]
     assert "upgrade llm-finetuning" in problems[0].fix
 
@@ -148,7 +148,7 @@ def test_create_refuses_samples_missing_a_reward(brief: Any) -> None:
 def test_samples_file_must_sit_beside_the_record(brief: Any) -> None:
     path = build_inspection(brief)
     edit_json(path, lambda r: r.update(samples_file="../../elsewhere.jsonl"))
-    problems = verify_inspection(brief, path)
+    problems = verify_inspection(brief, path)[1]
     assert kinds(problems) == [("malformed", "record")]
     assert "is not a file name beside the record" in problems[0].message
 
@@ -181,7 +181,7 @@ def test_seal_keeps_os_user_terminal_and_seconds(brief: Any) -> None:
     assert review["os_user"] == pwd.getpwuid(os.getuid()).pw_name
     assert review["tty"] == (os.ttyname(0) if os.isatty(0) else None)
     assert (review["timed_samples"], review["median_seconds"], review["total_seconds"]) == (64, 3.7, 233.6)
-    assert verify_inspection(brief, path) == []
+    assert verify_inspection(brief, path)[1] == []
 
 
 def test_untimed_record_seals_without_timings(brief: Any) -> None:
@@ -194,9 +194,9 @@ def test_untimed_record_seals_without_timings(brief: Any) -> None:
 def test_a_timing_edited_after_sealing_is_tampered(brief: Any) -> None:
     path = build_inspection(brief, seconds=3.0)
     edit_json(path, lambda r: r["verdicts"]["s010"].update(seconds=30.0))
-    problems = verify_inspection(brief, path)
+    problems = verify_inspection(brief, path)[1]
     assert kinds(problems) == [("tampered", "verdicts")]
     assert "s010" in problems[0].message
     path = build_inspection(brief, seconds=3.0)
     edit_json(path, lambda r: r["review"].update(median_seconds=9.0))
-    assert kinds(verify_inspection(brief, path)) == [("tampered", "review")]
+    assert kinds(verify_inspection(brief, path)[1]) == [("tampered", "review")]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from llm_finetuning.rewards import docgen, registry
+from llm_finetuning import reward_registry as registry
+from llm_finetuning.rewards import docgen
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -223,7 +223,7 @@ def test_a_custom_explanation_of_the_wrong_length_is_refused(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("fn", ["exact_match", "json_schema", "unit_tests", "length_penalty", "judge"])
 def test_every_builtin_explains(fn: str) -> None:
-    from llm_finetuning.rewards import registry
+    from llm_finetuning import reward_registry as registry
 
     module, _, cls = registry.BUILTINS[fn][0].partition(":")
     import importlib

@@ -14,8 +14,8 @@ def _run(code: str) -> str:
 
 
 def test_registry_sources_and_calibration_import_nothing_heavy() -> None:
-    out = _run("import sys; import llm_finetuning.rewards, llm_finetuning.rewards.registry, "
-               "llm_finetuning.rewards.judge_calibration; "
+    out = _run("import sys; import llm_finetuning.rewards, llm_finetuning.reward_registry, "
+               "llm_finetuning.records.judge_labels; "
                "from llm_finetuning.rewards import reward_source_files; "
                f"print([m for m in {HEAVY!r} if m in sys.modules])")
     assert out == "[]"

@@ -147,9 +147,9 @@ def test_names_are_suffixed_where_they_repeat() -> None:
 
 def test_source_files_of_builtins_and_custom(tmp_path: Path) -> None:
     names = {p.name for p in reward_source_files("exact_match", tmp_path)}
-    # registry.py holds the argument defaults the reward runs with, so a changed default makes a record stale
-    assert names == {"exact_match.py", "_text.py", "_mathverify_worker.py", "explain.py", "registry.py"}
-    assert {p.name for p in reward_source_files("judge", tmp_path)} == {"judge.py", "_text.py", "registry.py"}
+    # reward_registry.py holds the argument defaults the reward runs with, so a changed default makes a record stale
+    assert names == {"exact_match.py", "_text.py", "_mathverify_worker.py", "explain.py", "reward_registry.py"}
+    assert {p.name for p in reward_source_files("judge", tmp_path)} == {"judge.py", "_text.py", "reward_registry.py"}
     (tmp_path / "helpers.py").write_text("X = 1\n")
     (tmp_path / "mine.py").write_text("from helpers import X\nimport json\n\ndef f(prompts, completions, **k):\n"
                                       "    return [X] * len(completions)\n")

@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from llm_finetuning.cli import cli
-from llm_finetuning.rewards.registry import data_columns
+from llm_finetuning.reward_registry import data_columns
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -81,7 +81,7 @@ def test_baseline_record_verifies(tiny_person_brief: Path) -> None:
     assert "SFT first" in " ".join(out["verdict"]["advice"])
     assert "Baseline" in result.stderr and "prompts 4/4" in result.stderr  # the progress bar
     brief = load(tiny_person_brief)
-    assert verify_baseline(brief, Path(out["path"]), model_identity(brief.section("model"), brief.folder)) == []
+    assert verify_baseline(brief, Path(out["path"]), model_identity(brief.section("model"), brief.folder))[1] == []
     sampling = out["sampling"]  # the settings the figures were measured under
     assert (sampling["max_completion_length"], sampling["temperature"], sampling["top_p"]) == (8, 0.7, 1.0)
     assert sampling["system_prompt"] == brief.section("data").get("system_prompt")
@@ -208,7 +208,7 @@ def test_inspect_writes_record_and_a_report_that_renders(tiny_person_brief: Path
     assert len(record["samples"]) == 50 and record["review"] is None
     assert all(set(s["rewards"]) == {"json_schema"} and "schema" in s["reference"] for s in samples)
     brief = load(tiny_person_brief)
-    kinds = {p.id for p in verify_inspection(brief, Path(out["record"]), record["bindings"]["model"]["identity"])}
+    kinds = {p.id for p in verify_inspection(brief, Path(out["record"]), record["bindings"]["model"]["identity"])[1]}
     assert kinds == {"incomplete", "unsealed"}  # all that is missing is the person's review
     md = Path(out["report_md"]).read_text()
     assert md.count("\n## ") == 50 and "finetune review" in md

@@ -1,8 +1,9 @@
 """The package's layers, enforced from its import graph (read from the source with `ast`; nothing is imported).
 
-Four rules: no import runs up the layers of DESIGN.md ("The package is layered"), no modules import each other in a
-cycle, the core imports no ML library at module level (so `finetune check/gate/render/memory` answer in well under a
-second), and no package imports another package's private names.
+Four rules: no import runs up the layers of docs/development.md ("Layers, checked in CI"); no modules, and no
+subpackages counted whole, import each other in a cycle; the core imports no ML library at module level (so
+`finetune check/gate/render/memory` answer in well under a second); and no package imports another package's
+private names.
 """
 
 from __future__ import annotations
@@ -23,83 +24,90 @@ FOUNDATION = {"errors", "fileio", "locations", ROOT}
 FOUNDATION_MODULES = ("errors", "fileio", "locations")
 
 # What each layer may import besides itself and FOUNDATION. A target is a module path below the package and
-# covers everything under it ("rewards.registry" allows that module only, "brief" the whole package).
-# Edges in DESIGN.md's diagram carry no comment; every other edge says why it is needed.
+# covers everything under it ("rewards.sources" allows that module only, "brief" the whole package).
+# Edges in docs/development.md's list carry no comment; every other edge says why it is needed.
 LAYERS: dict[str, set[str]] = {
     "cli": {"commands"},
     "commands": {
         "gate", "render", "launch", "sampling", "diagnose", "memory", "evaluation", "export",
         "brief",  # a verb loads the brief once and passes it down
         "records",  # baseline/inspect/review write and read the records they are named after
-        "rewards",  # score and calibrate-judge run the brief's rewards
+        "rewards", "reward_registry",  # score and calibrate-judge run the brief's rewards
         "models",  # resolving a model id or folder for the verbs that sample
+        "rundir",  # `finetune diagnose` writes the run's diagnosis.json
         "demo",  # `finetune demo` is a verb like the others
     },
-    "demo": set(),  # drives the real CLI in subprocesses: it imports no stage
+    "demo": {"rundir"},  # drives the real CLI in subprocesses: it imports no stage, and reads the run's eval.json
     "gate": {
-        "brief", "records", "memory", "rewards.registry",
+        "brief", "records", "memory", "reward_registry",
         "models",  # model_identity: the records must name the brief's model and revision
+        "rundir",  # a grpo.deviation run's diagnosis and manifest
     },
     "render": {
         "brief",
         # reward_names: the metric keys (`fn`, `fn#2`) the rendered config and the trainer agree on. The
         # registry is the reward contract (names, argument schemas, defaults): standard library only, it
-        # imports no other module of the package, so it sits with the brief at the bottom (see BOTTOM).
-        "rewards.registry",
+        # imports no other module of the package, so it sits below the brief at the bottom (see BOTTOM).
+        "reward_registry",
+        "rundir",  # the manifest it writes, and the one a render into the same RUN_DIR replaces
     },
     # The brief validates `rewards[*].args` against the registry's schemas; the registry imports nothing back.
-    "brief": {"rewards.registry"},
-    "rewards.registry": set(),
+    "brief": {"reward_registry"},
+    "reward_registry": set(),
     "records": {
         "brief",  # the loaded Brief its functions take: a record binds the brief's rewards, data and model
-        "rewards.registry", "rewards.sources",  # the inspection binds every reward's name and source code
+        "reward_registry", "rewards.sources",  # the inspection binds every reward's name and source code
         "rewards.explain",  # a sample's one-line explanation shown at review
+        "rundir",  # diagnosis.json's name in a run directory
     },
     "memory": {
         "brief",  # estimate_brief reads the brief's model, batch and hardware
         "models",  # config.json and GGUF headers of a local model
     },
     "rewards": {
-        "rewards.registry",  # the implementations take their names and argument defaults from the registry
+        "reward_registry",  # the implementations take their names and argument defaults from the registry
         "brief",  # the loaded Brief that build_reward_funcs and score_rows take; brief.docgen's schema helpers
                   # generate the reward page as they do the brief page
         "models",  # length_penalty counts tokens with the policy's tokenizer
         "sandbox",  # unit_tests runs untrusted code only inside the sandbox
-        "records.judge_calibration",  # calibrate-judge's scoring fills an entry of the judge calibration record
     },
     "sandbox": set(),
     "sampling": {
         "sampling", "rewards", "records",
+        "reward_registry",  # which rewards are verifiers, for the pass rate
         "brief",  # the data columns the brief's rewards need
         "models", "vllm_support", "cputhreads",  # loading the policy for sampling
     },
     "diagnose": {
         "brief",  # the run's brief: its schedule and rewards explain the metrics
-        "rewards.registry",  # which logged rewards are verifiers
+        "reward_registry",  # which logged rewards are verifiers
         "memory.shapes",  # a MoE finding needs the model's shape
-        "records.diagnosis",  # the diagnosis.json record the gate verifies: its format and its write
+        "records.diagnosis",  # the diagnosis.json record the gate verifies: its format
+        "rundir",  # the run's metrics, completions, evaluations, checkpoints and manifest
     },
     "evaluation": {
         "brief", "records", "rewards", "models",
         "sampling",  # evaluation samples the trained model with the baseline's settings
-        "launch.checkpoints",  # which checkpoints of a run are complete
-        "render.manifest",  # the run directory's brief, through its manifest
-        "diagnose.context",  # EVAL_FILE: where evaluations land in a run directory
+        "rundir",  # the run's checkpoints, final model, end step, manifest and evaluation files
     },
-    # DESIGN.md's launch -> rewards is taken by the run directory's rendered rewards_entry.py (which imports
+    # launch -> rewards is taken by the run directory's rendered rewards_entry.py (which imports
     # rewards.build_reward), not by launch's own modules.
     "launch": {
-        "render",
         "brief", "models", "vllm_support", "cputhreads",
         "gate",  # launch re-verifies the gate before it trains
         "diagnose",  # a detached run's status names its last finding
         "evaluation.during",  # held-out evaluation during training
+        "rundir",  # the manifest, checkpoints and the files training writes
     },
     "export": {
         "evaluation", "records", "models",
         "brief",  # the run's loaded Brief, which the model card describes
         "gate", "diagnose",  # the model card's evidence: the gate's verdicts and the run's diagnosis
+        "rundir",  # which models the run saved, its metrics, evaluation and diagnosis
     },
+    # The run directory: its file names, manifest, checkpoints, metrics and diagnosis (every verb reads a run
+    # through it); it imports nothing of the package but the foundation.
+    "rundir": set(),
     "models": set(),
     "vllm_support": set(),
     "cputhreads": set(),
@@ -113,7 +121,7 @@ CORE = ("cli", "commands", "brief", "gate", "render", "rewards", "records", "dia
         "fileio", "locations", "sandbox")
 HEAVY = {"torch", "transformers", "trl", "vllm", "peft", "accelerate", "datasets"}
 # The bottom of the stack: these import no other module of the package (FOUNDATION's `fileio` and `errors` aside).
-BOTTOM = ("rewards.registry", "errors")
+BOTTOM = ("reward_registry", "errors", "rundir")
 
 # Imports that run against LAYERS and are not removed yet, as (importing module, imported module): the reason
 # and what would remove them. A test fails when an entry is no longer taken.
@@ -167,7 +175,7 @@ def imports_of(path: Path) -> Iterator[Import]:
                 target = below(full)
                 names = tuple(a.name for a in child.names)
                 if full.split(".")[0] == ROOT:
-                    # `from llm_finetuning.rewards import registry` imports the module rewards.registry
+                    # `from llm_finetuning.rewards import registry` imports the module reward_registry
                     for name in names:
                         sub = f"{target}.{name}" if target else name
                         if is_module(sub):
@@ -229,7 +237,29 @@ def test_no_import_runs_up_the_layers() -> None:
         if (imp.source, imp.target) in EXCEPTIONS:
             continue
         found.append(f"{imp.where()} ({layer}) imports {imp.target}")
-    assert not found, "imports against the layers of DESIGN.md (LAYERS in this file):\n" + "\n".join(found)
+    assert not found, "imports against the layers of docs/development.md (LAYERS in this file):\n" + "\n".join(found)
+
+
+def cycles_of(edges: dict[str, set[str]]) -> list[str]:
+    """Every cycle a depth-first walk of `edges` (node -> the nodes it imports) closes, as "a -> b -> a"."""
+    cycles: list[str] = []
+    on_path: list[str] = []
+    done: set[str] = set()
+
+    def visit(node: str) -> None:
+        on_path.append(node)
+        for target in sorted(edges.get(node, ())):
+            if target in on_path:
+                cycles.append(" -> ".join([*on_path[on_path.index(target):], target]))
+            elif target not in done:
+                visit(target)
+        on_path.pop()
+        done.add(node)
+
+    for node in sorted(edges):
+        if node not in done:
+            visit(node)
+    return cycles
 
 
 def test_no_modules_import_each_other_in_a_cycle() -> None:
@@ -240,24 +270,24 @@ def test_no_modules_import_each_other_in_a_cycle() -> None:
     for imp in graph():
         if imp.source and own(imp.target) and imp.target not in (ROOT, imp.source):
             edges.setdefault(imp.source, set()).add(imp.target)
-    cycles: list[str] = []
-    on_path: list[str] = []
-    done: set[str] = set()
-
-    def visit(module: str) -> None:
-        on_path.append(module)
-        for target in sorted(edges.get(module, ())):
-            if target in on_path:
-                cycles.append(" -> ".join([*on_path[on_path.index(target):], target]))
-            elif target not in done:
-                visit(target)
-        on_path.pop()
-        done.add(module)
-
-    for module in sorted(edges):
-        if module not in done:
-            visit(module)
+    cycles = cycles_of(edges)
     assert not cycles, ("modules that import each other (move what they share into a module both import):\n"
+                        + "\n".join(cycles))
+
+
+def test_no_subpackages_import_each_other_in_a_cycle() -> None:
+    """Nor do the package's subpackages and top-level modules, counted whole: `brief` importing one module of
+    `rewards` while a module of `rewards` imports `brief` is a cycle even when no two modules close it. What the
+    lower one needs moves down (the reward registry out of `rewards`, the run directory's files into `rundir`)."""
+    edges: dict[str, set[str]] = {}
+    for imp in graph():
+        if not imp.source or not own(imp.target) or imp.target == ROOT:
+            continue
+        source, target = imp.source.split(".")[0], imp.target.split(".")[0]
+        if source != target and target not in FOUNDATION:
+            edges.setdefault(source, set()).add(target)
+    cycles = cycles_of(edges)
+    assert not cycles, ("subpackages that import each other (move what the lower one needs below both):\n"
                         + "\n".join(cycles))
 
 
@@ -276,7 +306,8 @@ def test_every_allowed_edge_is_used() -> None:
 
 def test_the_bottom_imports_nothing_of_the_package() -> None:
     found = [f"{imp.where()} imports {imp.target}" for imp in graph()
-             if imp.source in BOTTOM and own(imp.target) and imp.target not in ("errors", "fileio", ROOT)]
+             if imp.source and layer_of(imp.source) in BOTTOM and own(imp.target)
+             and imp.target not in ("errors", "fileio", ROOT) and layer_of(imp.target) != layer_of(imp.source)]
     assert not found, "\n".join(found)
 
 

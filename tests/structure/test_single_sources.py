@@ -1,5 +1,5 @@
 """Each contract lives in one place, checked from the source: file writes and hashes in `llm_finetuning.fileio`,
-reward names and argument defaults in `rewards.registry`, and the package's own modules imported plainly.
+reward names and argument defaults in `reward_registry`, and the package's own modules imported plainly.
 (Layers and private names: test_layers.py.)"""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import llm_finetuning
-from llm_finetuning.rewards import registry
+from llm_finetuning import reward_registry as registry
 
 PACKAGE = Path(llm_finetuning.__file__).resolve().parent
 # hooks/guard.py runs under `python3 -S` without the package: standard library only, on purpose
@@ -20,7 +20,7 @@ SELF_CONTAINED = {"hooks/guard.py"}
 FILE_MODULE = "fileio.py"
 # os.replace / mkdtemp that are moves or scratch folders, not a second atomic writer: (file, function)
 NOT_WRITERS = {
-    ("launch/checkpoints.py", "set_aside_incomplete"),  # renames an uncommitted checkpoint folder aside
+    ("rundir/checkpoints.py", "set_aside_incomplete"),  # renames an uncommitted checkpoint folder aside
     ("export/folder.py", "export_model"),  # moves the merged model's files into the export being built
     ("sandbox/_zygote.py", "start_job"),  # the untrusted job's scratch working directory
 }
@@ -112,10 +112,10 @@ def test_own_modules_are_imported_plainly() -> None:
 
 
 def test_reward_names_have_one_source() -> None:
-    """`fn#2` is spelled in rewards.registry only (reward_name, name_occurrence)."""
+    """`fn#2` is spelled in reward_registry only (reward_name, name_occurrence)."""
     found = []
     for rel, tree in modules():
-        if rel == "rewards/registry.py":
+        if rel == "reward_registry.py":
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.JoinedStr):
@@ -127,7 +127,7 @@ def test_reward_names_have_one_source() -> None:
                     "rpartition", "partition", "split") and node.args and isinstance(node.args[0], ast.Constant) \
                     and node.args[0].value == "#":
                 found.append(f"{rel}:{node.lineno} parses a `name#n` string")
-    assert not found, "use rewards.registry.reward_name / reward_names / name_occurrence:\n" + "\n".join(found)
+    assert not found, "use reward_registry.reward_name / reward_names / name_occurrence:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("fn", sorted(registry.BUILTINS))
@@ -156,14 +156,14 @@ def test_reward_class_defaults_come_from_the_registry(fn: str) -> None:
 
 
 def test_defaults_are_collected_in_the_registry_only() -> None:
-    """No second `{k: v["default"] ...}` over a reward schema outside rewards.registry (the brief's own schema
+    """No second `{k: v["default"] ...}` over a reward schema outside reward_registry (the brief's own schema
     defaults live in brief/)."""
     found = []
     for rel, tree in modules():
-        if rel == "rewards/registry.py" or rel.startswith("brief/"):
+        if rel == "reward_registry.py" or rel.startswith("brief/"):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.DictComp) and isinstance(node.value, ast.Subscript) \
                     and isinstance(node.value.slice, ast.Constant) and node.value.slice.value == "default":
                 found.append(f"{rel}:{node.lineno}")
-    assert not found, "use rewards.registry.arg_defaults:\n" + "\n".join(found)
+    assert not found, "use reward_registry.arg_defaults:\n" + "\n".join(found)

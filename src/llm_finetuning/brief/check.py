@@ -13,10 +13,10 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator
 
+from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief.columns import check_data_columns
 from llm_finetuning.brief.defaults import apply_defaults, schema
 from llm_finetuning.errors import Problem, format_path, short_repr
-from llm_finetuning.rewards import registry
 
 LOCAL_DATA_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 VARIANT_SYMPTOM = {"dapo": "entropy_collapse", "dr_grpo": "length_reward_correlation", "gspo": "moe"}

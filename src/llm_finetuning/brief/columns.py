@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import Problem, UnusableInput
-from llm_finetuning.rewards.registry import data_columns
+from llm_finetuning.reward_registry import data_columns
 
 FIRST_ROWS = 20
 

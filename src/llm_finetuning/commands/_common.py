@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -12,19 +14,40 @@ from llm_finetuning.brief import Brief
 from llm_finetuning.errors import (
     EXIT_UNUSABLE,
     Problem,
+    ProblemError,
     UnusableInput,
     render_problems,
     sort_problems,
 )
 
 
-def fail_unusable(exc: UnusableInput, as_json: bool = False) -> NoReturn:
-    """Print an unusable-input error (one line, or the JSON error shape) and exit 2."""
+def fail(exc: ProblemError, as_json: bool = False, subject: Path | str = "",
+         extra: dict[str, Any] | None = None) -> NoReturn:
+    """The one conversion of an exception that carries Problems: the JSON error shape on stdout (`extra`: the
+    verb's own keys), or its header about `subject` and one line a Problem on stderr (`error: LINE` when it has
+    no header); then exit with its code (2 unusable, 1 refused)."""
     if as_json:
-        click.echo(render_problems([exc.problem], as_json=True))
+        click.echo(render_problems(exc.problems, as_json=True, extra=extra))
     else:
-        click.echo(f"error: {render_problems([exc.problem])}", err=True)
-    sys.exit(EXIT_UNUSABLE)
+        header = exc.header(subject)
+        text = render_problems(exc.problems, header=header)
+        click.echo(text if header else f"error: {text}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def converting_problems(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """A verb's callback whose ProblemError (an UnusableInput met anywhere below it) ends through `fail`, in the
+    verb's `--json` form when it was asked for: the verbs need no `except` of their own for it."""
+
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return callback(*args, **kwargs)
+        except ProblemError as exc:
+            fail(exc, bool(kwargs.get("as_json")))
+
+    run.converts_problems = True  # type: ignore[attr-defined]
+    return run
 
 
 def fail_brief(problems: list[Problem], brief_path: Path, as_json: bool = False) -> NoReturn:
@@ -52,7 +75,7 @@ def load_checked_brief(path: str | Path, as_json: bool = False, *, for_gate: boo
 
             brief, errors = load_brief(path)
     except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+        fail(exc, as_json)
     if brief is None:
         fail_brief(errors, Path(path), as_json)
     return brief

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable, load_checked_brief
+from llm_finetuning.commands._common import fail, load_checked_brief
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
 
 
@@ -67,24 +67,21 @@ def _report(entry: dict[str, Any], record_path: Path) -> str:
 def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -> None:
     """Score human-labelled items with the brief's judge and write the judge calibration record."""
     from llm_finetuning.records.judge_calibration import judge_specs, write_record
+    from llm_finetuning.records.judge_labels import calibrate, load_labels
+    from llm_finetuning.reward_registry import name_occurrence
     from llm_finetuning.rewards import build_reward
-    from llm_finetuning.rewards.judge_calibration import calibrate, load_labels
-    from llm_finetuning.rewards.registry import name_occurrence
 
     loaded = load_checked_brief(str(brief), as_json)
-    try:
-        name, index, spec = _pick(judge_specs(loaded), reward_name)
-        items = load_labels(labels)
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    name, index, spec = _pick(judge_specs(loaded), reward_name)
+    items = load_labels(labels)
     try:
         judge = build_reward(spec, loaded.folder, name_occurrence(name))
     except ValueError as exc:
-        fail_unusable(UnusableInput(f"rewards[{index}]: the judge cannot be built: {exc}", "fix its args"), as_json)
+        fail(UnusableInput(f"rewards[{index}]: the judge cannot be built: {exc}", "fix its args"), as_json)
     entry = calibrate(judge, spec, name, items, labels)
     if entry["figures"]["n_scored"] == 0:
         failures = ", ".join(f"{k[len('failed_'):]} x{v}" for k, v in entry["failures"].items()) or "unknown"
-        fail_unusable(UnusableInput(f"rewards[{index}]: the judge scored none of the {len(items)} items ({failures})",
+        fail(UnusableInput(f"rewards[{index}]: the judge scored none of the {len(items)} items ({failures})",
                                     f"check that {spec['args']['endpoint']} serves {spec['args']['model']}"), as_json)
     record_path = loaded.resolve(loaded.data["records"]["judge_calibration"])
     write_record(record_path, entry)

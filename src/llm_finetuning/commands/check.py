@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from llm_finetuning.commands._common import fail_brief, fail_unusable
+from llm_finetuning.commands._common import fail_brief
 from llm_finetuning.errors import UnusableInput, render_problems
 
 
@@ -29,10 +29,7 @@ def command(brief: Path, as_json: bool) -> None:
     """Check BRIEF against the brief format and its cross-field rules, reporting every error at once."""
     from llm_finetuning.brief import load_brief
 
-    try:
-        loaded, errors = load_brief(brief)
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    loaded, errors = load_brief(brief)
     if errors:
         fail_brief(errors, brief, as_json)
     assert loaded is not None

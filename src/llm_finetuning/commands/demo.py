@@ -21,16 +21,11 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object on stdout.")
 def command(out: Path, steps: int | None, eval_prompts: int, k: int, as_json: bool) -> None:
     """Run gate, render, launch, evaluation and diagnose on the embedded SmolLM2-135M-Instruct example."""
-    from llm_finetuning.commands._common import fail_unusable
     from llm_finetuning.commands.eval_cmd import verdict_line
     from llm_finetuning.demo import run_demo
-    from llm_finetuning.errors import UnusableInput
     from llm_finetuning.models import embedded_gguf_path
 
-    try:
-        embedded_gguf_path()  # before any work folder is written: the demo's model must be there
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    embedded_gguf_path()  # before any work folder is written: the demo's model must be there
     summary = run_demo(out, steps, eval_prompts, k)
     if as_json:
         click.echo(json.dumps(summary.to_json()))

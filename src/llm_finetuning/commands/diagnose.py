@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.commands._common import fail
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
 
 
@@ -52,12 +52,9 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
         load_trajectory,
         render_text,
     )
-    from llm_finetuning.records.diagnosis import write_diagnosis
+    from llm_finetuning.rundir import DIAGNOSIS, write_diagnosis
 
-    try:
-        ctx = load_context(run_dir, brief_path, eval_path, architecture, list(correctness))
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    ctx = load_context(run_dir, brief_path, eval_path, architecture, list(correctness))
     for note in ctx.notes:
         click.echo(f"note: {note}", err=True)
 
@@ -70,18 +67,15 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
         result = follow_run(run_dir, ctx, lambda f, t: click.echo(finding_line(f, t), err=as_json),
                             interval=interval, timeout=timeout, run_ended=lambda: detached_run_ended(run_dir))
         if result.trajectory is None:
-            fail_unusable(result.last_error or UnusableInput(f"no metrics appeared in {run_dir}",
-                                                             "check that the run started", str(run_dir)), as_json)
+            fail(result.last_error or UnusableInput(f"no metrics appeared in {run_dir}",
+                                                    "check that the run started", str(run_dir)), as_json)
         traj, findings = result.trajectory, result.findings
         if result.stopped != "ended":
             click.echo(f"stopped following ({result.stopped}) at step {traj.last_step}"
                        + (f"; see `finetune status {run_dir}`" if result.stopped.startswith("run ended") else ""),
                        err=True)
     else:
-        try:
-            traj = load_trajectory(run_dir)
-        except UnusableInput as exc:
-            fail_unusable(exc, as_json)
+        traj = load_trajectory(run_dir)
         findings = diagnose(traj, ctx)
     if traj.skipped_lines:
         click.echo(f"note: skipped {traj.skipped_lines} unreadable line(s) in {traj.source}", err=True)
@@ -91,7 +85,7 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
         try:
             write_diagnosis(root, diagnosis_record(traj, findings, ctx, root))
         except OSError as exc:
-            click.echo(f"warning: could not write {root / 'diagnosis.json'}: {exc.strerror}", err=True)
+            click.echo(f"warning: could not write {root / DIAGNOSIS}: {exc.strerror}", err=True)
     if plot_path is not None:
         from llm_finetuning.diagnose.plot import plot_run
 

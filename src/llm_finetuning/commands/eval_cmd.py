@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.commands._common import fail
 from llm_finetuning.commands.baseline import backend_options, decoding_options
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
 
@@ -76,7 +76,7 @@ def command(run_dir: Path, which: str, n_prompts: int | None, k: int | None, tem
     try:
         results = evaluate(run_dir, which, n_prompts, k, backend, endpoint, endpoint_model, temperature, greedy)
     except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+        fail(exc, as_json)
     last = results[-1]
     if as_json:
         out = contract(last)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.commands._common import fail
 from llm_finetuning.errors import UnusableInput
 
 
@@ -32,7 +32,7 @@ def command(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool, dtyp
     try:
         done = export_model(run_dir, dest, checkpoint, merge, dtype, force)
     except UnusableInput as exc:
-        fail_unusable(exc)
+        fail(exc)
     what = ("LoRA adapter merged into " if done.merged else "LoRA adapter for " if done.target.adapter
             else "full weights of a fine-tune of ") + done.base_model
     click.echo(f"Exported {done.target.label} ({what}, {done.dtype}) to {done.folder}")

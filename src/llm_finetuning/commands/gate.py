@@ -12,9 +12,6 @@ from pathlib import Path
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable
-from llm_finetuning.errors import UnusableInput
-
 
 @click.command("gate")
 @click.argument("brief", type=click.Path(dir_okay=True, path_type=Path))
@@ -25,10 +22,7 @@ def command(brief: Path, as_json: bool) -> None:
     and memory. Each result names the YAML path and the command or edit that fixes it."""
     from llm_finetuning.gate import run_gate
 
-    try:
-        report = run_gate(brief)
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    report = run_gate(brief)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.commands._common import fail
 from llm_finetuning.errors import UnusableInput
 
 PLUGIN_COMMAND = "llm-finetuning:finetune"
@@ -44,7 +44,7 @@ def command(project: Path, force: bool) -> None:
 
     target = project / COMMAND_FILE
     if target.is_dir():
-        fail_unusable(UnusableInput("is a folder, expected the command file.",
+        fail(UnusableInput("is a folder, expected the command file.",
                                     "move it away and run `finetune install-command` again", str(target)))
     if target.is_file():
         existing = target.read_text(errors="replace")
@@ -52,7 +52,7 @@ def command(project: Path, force: bool) -> None:
             click.echo(f"{target}: already installed; /finetune BRIEF hands over to /{PLUGIN_COMMAND}")
             return
         if not force:
-            fail_unusable(UnusableInput(
+            fail(UnusableInput(
                 "a different /finetune command is already there (left unchanged).",
                 f"run `finetune install-command --project {project} --force` to replace it", str(target)))
     atomic_write_bytes(target, COMMAND_TEXT.encode())

@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 import click
 
+from llm_finetuning.commands._common import fail
 from llm_finetuning.errors import EXIT_REJECTED, Problem, render_problems
 from llm_finetuning.launch import LaunchRefused
 
@@ -44,9 +45,7 @@ def _run_script(run_dir: Path, resume: bool) -> int:
 
 def _refuse(run_dir: Path, refused: LaunchRefused, as_json: bool = False) -> NoReturn:
     """Print why the launch is refused (text on stderr; with --plan, the JSON error shape on stdout); exit."""
-    click.echo(render_problems(refused.problems, as_json=as_json, header=refused.header(run_dir)),
-               err=not as_json)
-    sys.exit(refused.exit_code)
+    fail(refused, as_json, subject=run_dir)
 
 
 def _print_detached(record: dict[str, Any]) -> None:
@@ -110,4 +109,4 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
         sys.exit(_run_script(run.run_dir, resume))
     from llm_finetuning.launch.worker import run_worker
 
-    sys.exit(run_worker(run.run_dir, resume, []))
+    sys.exit(run_worker(run, resume, []))

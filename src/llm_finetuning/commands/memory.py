@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable, load_checked_brief
+from llm_finetuning.commands._common import fail, load_checked_brief
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
 
 _LABELS = {
@@ -70,21 +70,18 @@ def command(brief_path: Path | None, model_id: str | None, as_json: bool, list_m
         click.echo(json.dumps({"models": ids}) if as_json else "\n".join(ids))
         sys.exit(EXIT_OK)
     if (brief_path is None) == (model_id is None):
-        fail_unusable(UnusableInput("give exactly one of --brief and --model",
+        fail(UnusableInput("give exactly one of --brief and --model",
                                     "finetune memory --brief brief.yaml, or --model Qwen/Qwen2.5-7B-Instruct"),
                       as_json)
-    try:
-        if brief_path is not None:
-            brief = load_checked_brief(str(brief_path), as_json)
-            model = brief.data["model"]
-            shape = resolve_shape(str(model["id"]), model.get("gguf_file"), brief.folder)
-            settings = settings_from_brief(brief.data)
-        else:
-            assert model_id is not None
-            shape = resolve_shape(model_id)
-            settings = Settings()
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    if brief_path is not None:
+        brief = load_checked_brief(str(brief_path), as_json)
+        model = brief.data["model"]
+        shape = resolve_shape(str(model["id"]), model.get("gguf_file"), brief.folder)
+        settings = settings_from_brief(brief.data)
+    else:
+        assert model_id is not None
+        shape = resolve_shape(model_id)
+        settings = Settings()
     changes = _changes(options)
     settings = replace(settings, **changes)
     if settings.generation != "vllm-colocate":

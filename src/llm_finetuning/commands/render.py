@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable, load_checked_brief
-from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput, render_problems
+from llm_finetuning.commands._common import fail, load_checked_brief
+from llm_finetuning.errors import EXIT_REJECTED, render_problems
 from llm_finetuning.gate.result import GateReport
 
 
@@ -34,12 +34,9 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
     """Run the Phase 1 gate on BRIEF, then write RUN_DIR: grpo_config.yaml (TRL GRPOConfig and `trl grpo`),
     accelerate.yaml, launch.sh, rewards_entry.py, sbatch.sh (several nodes) and manifest.json."""
     loaded = load_checked_brief(brief, as_json, for_gate=True)
-    from llm_finetuning.gate import gate_brief, gate_fingerprint
+    from llm_finetuning.gate import gate_brief
 
-    try:
-        report = gate_brief(loaded, brief)
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    report = gate_brief(loaded, brief)
     if not report.passed:
         if as_json:
             click.echo(render_problems(report.problems, as_json=True,
@@ -53,11 +50,10 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
 
     try:
         recommend, why_not = _recommend(report)
-        result = render_run(loaded, run_dir, gate_fingerprint(loaded), recommend)
+        assert report.fingerprint is not None  # a passing report carries it
+        result = render_run(loaded, run_dir, report.fingerprint, recommend, report.record_sha256)
     except RenderError as exc:
-        click.echo(render_problems(exc.problems, as_json=as_json, extra={"rendered": False},
-                                   header=f"{brief}: cannot be rendered into a run TRL accepts:"), err=not as_json)
-        sys.exit(EXIT_UNUSABLE)
+        fail(exc, as_json, subject=brief, extra={"rendered": False})
     notes = ([why_not] if why_not else []) + result.plan.notes + [f"trl grpo: {n}" for n in result.plan.trl_cli_notes]
     if as_json:
         click.echo(render_problems(report.problems, as_json=True, extra={

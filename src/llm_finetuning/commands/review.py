@@ -31,8 +31,7 @@ from typing import Any
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable
-from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE
 
 KEYS_HELP = ("[a] agree  [d] disagree  [u] unsure  (a note may follow: `d the age is a string`)\n"
              "[b] back  [n] next  [g N] go to sample N  [q] quit and resume later  [?] help")
@@ -269,8 +268,5 @@ def command(record: Path) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         click.echo(NO_TERMINAL.format(record=record), err=True)
         sys.exit(EXIT_UNUSABLE)
-    try:
-        code = run_review(record)
-    except UnusableInput as exc:
-        fail_unusable(exc)
+    code = run_review(record)
     sys.exit(code)

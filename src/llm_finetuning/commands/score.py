@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from llm_finetuning.brief.columns import require_columns
-from llm_finetuning.commands._common import fail_unusable, load_checked_brief
+from llm_finetuning.commands._common import fail, load_checked_brief
 from llm_finetuning.errors import EXIT_OK, UnusableInput
 
 PROGRESS_MIN_ROWS = 100
@@ -95,20 +95,17 @@ def render_table(scored: list[dict[str, Any]]) -> str:
 def command(brief: Path, completions: Path, as_json: bool, explain: bool) -> None:
     """Run the brief's reward functions on given rows and print every reward and the weighted total."""
     loaded = load_checked_brief(str(brief), as_json)
-    try:
-        rows = read_rows(completions)
-        # A row without a reward's column is scored None by that reward; a column no row has is a wrong name.
-        require_columns(loaded.section("data"), loaded.data["rewards"], rows, str(completions), prompt=False,
-                        every_row=False)
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    rows = read_rows(completions)
+    # A row without a reward's column is scored None by that reward; a column no row has is a wrong name.
+    require_columns(loaded.section("data"), loaded.data["rewards"], rows, str(completions), prompt=False,
+                    every_row=False)
 
     from llm_finetuning.rewards.build import build_reward_funcs, load_brief_tokenizer, score_rows
 
     try:
         funcs = build_reward_funcs(loaded, load_brief_tokenizer(loaded))
     except (ValueError, TypeError, ImportError, AttributeError) as exc:
-        fail_unusable(UnusableInput(f"a reward cannot be built: {exc}", "fix the reward's args in the brief",
+        fail(UnusableInput(f"a reward cannot be built: {exc}", "fix the reward's args in the brief",
                                     str(brief)), as_json)
     try:
         if len(rows) >= PROGRESS_MIN_ROWS:
@@ -123,7 +120,7 @@ def command(brief: Path, completions: Path, as_json: bool, explain: bool) -> Non
             scored = score_rows(loaded, rows, funcs=funcs, explain=explain)
     except (KeyError, ValueError, TypeError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        fail_unusable(UnusableInput(f"scoring failed: {message}", "check the rows' columns against the rewards' args",
+        fail(UnusableInput(f"scoring failed: {message}", "check the rows' columns against the rewards' args",
                                     str(completions)), as_json)
     finally:
         for func in funcs[0]:

@@ -14,8 +14,7 @@ from typing import Any
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable
-from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
 
 
 def _duration(seconds: float | None) -> str:
@@ -76,10 +75,7 @@ def command(run_dir: Path, as_json: bool) -> None:
     Exit 0 running, finished or not started; 1 failed or stopped; 2 not a rendered run directory."""
     from llm_finetuning.launch.detach import FAILED, STOPPED, run_status
 
-    try:
-        status = run_status(run_dir)
-    except UnusableInput as exc:
-        fail_unusable(exc, as_json)
+    status = run_status(run_dir)
     if as_json:
         click.echo(json.dumps(status, indent=2))
     else:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from llm_finetuning.commands._common import fail_unusable
+from llm_finetuning.commands._common import fail
 from llm_finetuning.errors import EXIT_OK
 
 
@@ -40,7 +40,7 @@ def command(run_dir: Path, wait_s: float | None) -> None:
     try:
         record, outcome = request_stop(run_dir)
     except NothingRuns as exc:
-        fail_unusable(exc)
+        fail(exc)
     q = shlex.quote(str(run_dir))
     if outcome == ENDED:
         click.echo(f"finetune stop: the run in {run_dir} (pid {record['pid']}) has already ended; "

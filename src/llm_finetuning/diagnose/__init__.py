@@ -2,7 +2,7 @@
 
 Reads RUN_DIR/metrics.jsonl (from `finetune launch`) or TRL's trainer_state.json, plus what the run
 directory says about the brief, the model and logged completions; applies pure rules (rules.py) whose
-finding ids are the contract of DESIGN.md; writes RUN_DIR/diagnosis.json for the gate
+finding ids are the contract of docs/diagnose.md; writes RUN_DIR/diagnosis.json for the gate
 (records/diagnosis.py).
 
 Pure at import: no torch, transformers, trl, numpy or matplotlib (the plot imports matplotlib inside).

@@ -15,20 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.diagnose.trajectory import (
-    COMPLETIONS_FILE,
-    Completion,
-    checkpoint_dirs,
-    read_completions,
-)
+from llm_finetuning.diagnose.trajectory import Completion, read_completions
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import read_json_or_none
+from llm_finetuning.rundir import COMPLETIONS, EVAL_JSONL, GRPO_CONFIG
+from llm_finetuning.rundir.checkpoints import checkpoint_dirs
+from llm_finetuning.rundir.manifest import brief_path as rendered_brief_path
+from llm_finetuning.rundir.manifest import brief_sha256, read_manifest
 
-MANIFEST_FILE = "manifest.json"
-GRPO_CONFIG_FILE = "grpo_config.yaml"
-EVAL_FILE = "eval.jsonl"
-
-# Built-in rewards that check correctness (rewards.registry.VERIFIERS) and name patterns of custom ones.
+# Built-in rewards that check correctness (reward_registry.VERIFIERS) and name patterns of custom ones.
 CORRECTNESS_NAME = re.compile(r"exact|correct|accura|match|unit_test|pass|verif|solve|answer|json_schema|judge",
                               re.IGNORECASE)
 # Name patterns of shaping rewards: format, length, style. These never count as correctness.
@@ -100,12 +95,12 @@ def _apply_brief(ctx: RunContext, brief: Brief) -> None:
     schedule = Schedule.of(grpo)
     ctx.lr_scheduler, ctx.warmup_steps = schedule.trl_type, schedule.warmup_steps
     ctx.beta = grpo.get("beta")
-    from llm_finetuning.rewards.registry import reward_names
+    from llm_finetuning.reward_registry import reward_names
 
     rewards = data.get("rewards", [])
     names = reward_names(rewards)  # the names TRL logs them under (`rewards/<name>/mean`)
     ctx.reward_weights = {n: float(r.get("weight", 1.0)) for n, r in zip(names, rewards, strict=True)}
-    from llm_finetuning.rewards.registry import VERIFIERS
+    from llm_finetuning.reward_registry import VERIFIERS
 
     ctx.correctness = [n for n, r in zip(names, rewards, strict=True)
                        if r.get("fn") in VERIFIERS or r.get("fn") == "judge"
@@ -203,20 +198,18 @@ def load_context(run_dir: str | Path, brief: Brief | str | Path | None = None, e
     ctx = RunContext()
     root = Path(run_dir)
     root = root.parent if root.is_file() else root
-    manifest = read_json_or_none(root / MANIFEST_FILE)
+    manifest = read_manifest(root)
     given: Brief | None = None
     brief_path: Path | None = None
     if isinstance(brief, Brief):
         given, brief_path = brief, brief.path
     elif brief:
         brief_path = Path(brief)
-    if isinstance(manifest, dict):
-        brief_info = manifest.get("brief")
-        info: dict[str, Any] = brief_info if isinstance(brief_info, dict) else {}
+    if manifest is not None:
         ctx.brief_name = manifest.get("name") if isinstance(manifest.get("name"), str) else None
-        ctx.brief_sha256 = info.get("sha256") if isinstance(info.get("sha256"), str) else None
-        if brief_path is None and isinstance(info.get("path"), str):
-            brief_path = (root / info["path"]).resolve()
+        ctx.brief_sha256 = brief_sha256(manifest)
+        if brief_path is None:
+            brief_path = rendered_brief_path(root, manifest)
     if brief_path is not None:
         if given is not None or brief_path.is_file():
             manifest_sha = ctx.brief_sha256
@@ -228,8 +221,8 @@ def load_context(run_dir: str | Path, brief: Brief | str | Path | None = None, e
                 ctx.brief_sha256 = manifest_sha
         else:
             ctx.notes.append(f"brief {brief_path} not found; diagnosing from the metrics alone")
-    if (root / GRPO_CONFIG_FILE).is_file():
-        _apply_grpo_config(ctx, root / GRPO_CONFIG_FILE)
+    if (root / GRPO_CONFIG).is_file():
+        _apply_grpo_config(ctx, root / GRPO_CONFIG)
     if ctx.is_moe is None:
         _apply_checkpoint_config(ctx, root)
     if ctx.is_moe is None and ctx.model_id:
@@ -238,8 +231,8 @@ def load_context(run_dir: str | Path, brief: Brief | str | Path | None = None, e
         ctx.is_moe, ctx.moe_source = architecture == "moe", f"--architecture {architecture}"
     if correctness:
         ctx.correctness = list(correctness)
-    ctx.completions = read_completions(root / COMPLETIONS_FILE)
-    eval_path = Path(eval_file) if eval_file else (root / EVAL_FILE if (root / EVAL_FILE).is_file() else None)
+    ctx.completions = read_completions(root / COMPLETIONS)
+    eval_path = Path(eval_file) if eval_file else (root / EVAL_JSONL if (root / EVAL_JSONL).is_file() else None)
     if eval_path is not None:
         ctx.eval_steps, ctx.eval_scores = read_eval(eval_path)
         ctx.eval_source = str(eval_path)

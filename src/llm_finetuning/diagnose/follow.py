@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm_finetuning.diagnose.context import EVAL_FILE, RunContext, read_eval
+from llm_finetuning.diagnose.context import RunContext, read_eval
 from llm_finetuning.diagnose.rules import ERROR, Finding, diagnose
-from llm_finetuning.diagnose.trajectory import COMPLETIONS_FILE, Trajectory, load_trajectory, read_completions
+from llm_finetuning.diagnose.trajectory import Trajectory, load_trajectory, read_completions
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.rundir import COMPLETIONS, EVAL_JSONL
 
 
 @dataclass
@@ -48,11 +49,11 @@ def follow(run_dir: Path, ctx: RunContext, on_new: Callable[[Finding, Trajectory
                 result.last_error = exc
             else:
                 result.trajectory, result.last_error = traj, None
-                completions = traj.source.parent / COMPLETIONS_FILE
+                completions = traj.source.parent / COMPLETIONS
                 size = completions.stat().st_size if completions.is_file() else 0
                 if size != completions_size:  # logged completions grow with the run too
                     ctx.completions, completions_size = read_completions(completions), size
-                held_out = traj.source.parent / EVAL_FILE
+                held_out = traj.source.parent / EVAL_JSONL
                 size = held_out.stat().st_size if held_out.is_file() else 0
                 if size != eval_size:  # held_out_eval appends scores while the run trains
                     if size:

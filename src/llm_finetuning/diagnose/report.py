@@ -18,7 +18,7 @@ from llm_finetuning.records.diagnosis import DIAGNOSIS_FORMAT
 
 
 def diagnosis_json(findings: list[Finding]) -> dict[str, Any]:
-    """The `--json` object of DESIGN.md: `{"healthy", "findings": [{"id", "severity", "steps", ...}]}`."""
+    """The `--json` object of docs/diagnose.md: `{"healthy", "findings": [{"id", "severity", "steps", ...}]}`."""
     return {"healthy": not findings, "findings": [f.to_json() for f in findings]}
 
 

@@ -20,11 +20,8 @@ from typing import Any
 
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import sha256_file
-
-METRICS_FILE = "metrics.jsonl"
-STATE_FILE = "trainer_state.json"
-COMPLETIONS_FILE = "completions.jsonl"
-END_EVENT = "end"
+from llm_finetuning.rundir import END_EVENT, METRICS, TRAINER_STATE
+from llm_finetuning.rundir.checkpoints import checkpoint_dirs
 
 # Keys of a training log event (one is enough to count the event as a training step).
 TRAINING_KEYS = (
@@ -34,7 +31,6 @@ TRAINING_KEYS = (
 # (`finetune launch` writes non-finite values as null), so it counts as non-finite, not as missing.
 NULL_IS_NONFINITE = ("loss", "grad_norm", "kl", "entropy")
 _COMPONENT = re.compile(r"^rewards/(?P<name>.+)/mean$")
-_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -198,21 +194,9 @@ def read_trainer_state(path: Path) -> Trajectory:
     return _from_events(path, [e for e in history if isinstance(e, dict)], 0)
 
 
-def checkpoint_dirs(run_dir: Path) -> list[Path]:
-    """Checkpoint folders (RUN_DIR/checkpoints/checkpoint-N or RUN_DIR/checkpoint-N), newest step last."""
-    found: list[tuple[int, Path]] = []
-    for parent in (run_dir / "checkpoints", run_dir):
-        if parent.is_dir():
-            for child in parent.iterdir():
-                m = _CHECKPOINT.match(child.name)
-                if m and child.is_dir():
-                    found.append((int(m.group(1)), child))
-    return [p for _, p in sorted(found)]
-
-
 def latest_trainer_state(run_dir: Path) -> Path | None:
     """The trainer_state.json with the most training behind it: RUN_DIR's own, or the latest checkpoint's."""
-    candidates = [run_dir / STATE_FILE] + [d / STATE_FILE for d in reversed(checkpoint_dirs(run_dir))]
+    candidates = [run_dir / TRAINER_STATE] + [d / TRAINER_STATE for d in reversed(checkpoint_dirs(run_dir))]
     best: tuple[int, Path] | None = None
     for path in candidates:
         if not path.is_file():
@@ -236,10 +220,10 @@ def load_trajectory(run_dir: str | Path) -> Trajectory:
     if not path.is_dir():
         raise UnusableInput(f"run directory {path} does not exist", "pass the RUN_DIR that finetune render "
                             "wrote and finetune launch trained in", str(path))
-    metrics = path / METRICS_FILE
+    metrics = path / METRICS
     state = latest_trainer_state(path)
     if not metrics.is_file() and state is None:
-        raise UnusableInput(f"{path} has neither {METRICS_FILE} nor a {STATE_FILE}",
+        raise UnusableInput(f"{path} has neither {METRICS} nor a {TRAINER_STATE}",
                             "run finetune launch first, or point diagnose at a TRL output_dir", str(path))
     if not metrics.is_file():
         assert state is not None

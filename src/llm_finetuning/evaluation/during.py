@@ -18,7 +18,8 @@ from typing import Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.evaluation.paired import pass_figures
-from llm_finetuning.evaluation.run import EVAL_JSONL, EvalPlan, plan_eval, scored_successes
+from llm_finetuning.evaluation.run import EvalPlan, plan_eval, scored_successes
+from llm_finetuning.rundir import EVAL_JSONL
 
 
 class HeldOutEvaluator:

@@ -20,19 +20,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL  # where diagnose reads held-out scores
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.paired import paired_difference, pass_figures
 from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_folder, select_targets
 from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, utc_now
 from llm_finetuning.records.baseline import Decoding
+from llm_finetuning.rundir import EVAL_JSON, EVAL_JSONL
+from llm_finetuning.rundir.manifest import brief_path, load_manifest
 from llm_finetuning.sampling.backend import SamplingSettings
 
 if TYPE_CHECKING:
     from llm_finetuning.sampling.run import SamplingRun
 
 FORMAT = "llm-finetuning/eval@1"
-EVAL_JSON = "eval.json"
 
 
 @dataclass
@@ -64,9 +64,9 @@ class Sampled:
 def load_run_brief(run_dir: Path) -> Brief:
     """The brief a rendered run was made from (through its manifest)."""
     from llm_finetuning.brief import load_brief
-    from llm_finetuning.render.manifest import brief_path, load_manifest
 
     path = brief_path(run_dir, load_manifest(run_dir))
+    assert path is not None  # load_manifest refuses a manifest that names no brief
     brief, errors = load_brief(path)
     if brief is None:
         raise UnusableInput(f"{shown(path)} is no longer a valid brief: {errors[0].line() if errors else '?'}",
@@ -78,33 +78,30 @@ def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, dict[str
     """The baseline record to evaluate against (verified), and notes: the one measured at `decoding` when
     it is there and current, else the training one (records.baseline)."""
     from llm_finetuning.models import model_identity
-    from llm_finetuning.records.baseline import (
-        load_baseline,
-        record_path_for,
-        training_record_path,
-        verify_baseline,
-    )
+    from llm_finetuning.records.baseline import record_path_for, training_record_path, verify_baseline
+    from llm_finetuning.records.bindings import current_bindings
 
     identity = model_identity(brief.section("model"), brief.folder)
+    bindings = current_bindings(brief, identity)  # once, for whichever records are verified
     training = training_record_path(brief)
     notes: list[str] = []
     if decoding is not None and not decoding.is_training(brief):
         path = record_path_for(brief, decoding)
-        problems = verify_baseline(brief, path, identity)
-        if not problems:
-            return path, load_baseline(path), notes
+        record, problems = verify_baseline(brief, path, identity, bindings)
+        if record is not None and not problems:
+            return path, record, notes
         if problems[0].id == "missing":
             why = (f"no baseline record at {decoding.label} ({shown(path)}; `finetune baseline "
                    f"{shown(brief.path)} {decoding.flag}` writes one)")
         else:
             why = f"the baseline record at {decoding.label} cannot be used ({problems[0].id}: {problems[0].message})"
         notes.append(f"{why}: the base model is sampled again at {decoding.label} on the prompts of {shown(training)}")
-    problems = verify_baseline(brief, training, identity)
-    if problems:
+    record, problems = verify_baseline(brief, training, identity, bindings)
+    if record is None or problems:
         first = problems[0]
         raise UnusableInput(f"the baseline record cannot stand for the base model: {first.id} ({first.path}): "
                             f"{first.message}", first.fix, "records.baseline")
-    return training, load_baseline(training), notes
+    return training, record, notes
 
 
 def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Decoding | None = None) -> EvalPlan:
@@ -206,7 +203,7 @@ def scored_successes(brief: Brief, run: SamplingRun) -> list[int]:
 
 
 def compare(plan: EvalPlan, base: list[int], trained: list[int]) -> dict[str, Any]:
-    """The `finetune eval --json` object for one checkpoint (DESIGN.md's contract), before binding."""
+    """The `finetune eval --json` object for one checkpoint (docs/workflow.md, "What `--json` prints"), before binding."""
     k = plan.settings.k
     diff = paired_difference([b / k for b in base], [t / k for t in trained])
     return {"prompts": len(trained), "k": k, "base": pass_figures(base, k), "trained": pass_figures(trained, k),
@@ -290,9 +287,9 @@ def _write_results(run_dir: Path, which: str, results: list[dict[str, Any]]) -> 
 
 
 CONTRACT_KEYS = ("checkpoint", "prompts", "k", "base", "trained", "delta_pass_at_1", "ci95", "beyond_noise",
-                 "temperature", "greedy")  # DESIGN.md's keys, then the decoding both sides were measured at
+                 "temperature", "greedy")  # docs/workflow.md's keys, the decoding both sides were measured at last
 
 
 def contract(result: dict[str, Any]) -> dict[str, Any]:
-    """The keys DESIGN.md promises for `finetune eval --json`, and the decoding (temperature 0: greedy)."""
+    """The keys docs/workflow.md promises for `finetune eval --json`, and the decoding (temperature 0: greedy)."""
     return {key: result[key] for key in CONTRACT_KEYS}

@@ -17,10 +17,9 @@ from pathlib import Path
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import folder_swap
-from llm_finetuning.launch.checkpoints import checkpoints, is_complete
+from llm_finetuning.rundir import CHECKPOINTS, FINAL_MODEL, end_step
+from llm_finetuning.rundir.checkpoints import complete_checkpoints
 
-FINAL = "model"
-CHECKPOINTS = "checkpoints"
 MERGED_CACHE = ".eval-models"
 MERGED_MARKER = "llm-finetuning-merged.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
@@ -40,35 +39,12 @@ class Target:
         return (self.folder / "adapter_config.json").is_file()
 
 
-def end_step(run_dir: Path) -> int | None:
-    """The step of metrics.jsonl's end marker (written when training reached max_steps), or None."""
-    path = Path(run_dir) / "metrics.jsonl"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict) and row.get("event") == "end":
-            return int(row.get("step", 0))
-    return None
-
-
-def run_finished(run_dir: Path) -> bool:
-    """Training reached its last step and saved the final model."""
-    return (Path(run_dir) / FINAL).is_dir() and end_step(run_dir) is not None
-
-
 def saved_checkpoints(run_dir: Path) -> list[Target]:
-    return [Target(f"checkpoint-{step}", step, path) for step, path in checkpoints(Path(run_dir) / CHECKPOINTS)
-            if is_complete(path)]
+    return [Target(f"checkpoint-{step}", step, path) for step, path in complete_checkpoints(run_dir)]
 
 
 def final_target(run_dir: Path) -> Target:
-    folder = Path(run_dir) / FINAL
+    folder = Path(run_dir) / FINAL_MODEL
     if not folder.is_dir():
         steps = ", ".join(str(t.step) for t in saved_checkpoints(run_dir)) or "none"
         raise UnusableInput(f"{folder} does not exist: the run has not finished (committed checkpoints: {steps})",
@@ -86,7 +62,7 @@ def select_targets(run_dir: Path, which: str) -> list[Target]:
     saved = saved_checkpoints(run_dir)
     if which == "all":
         targets = list(saved)
-        final = run_dir / FINAL
+        final = run_dir / FINAL_MODEL
         if final.is_dir() and (end_step(run_dir) is None or end_step(run_dir) not in {t.step for t in saved}):
             targets.append(Target("final", end_step(run_dir), final))
         if not targets:

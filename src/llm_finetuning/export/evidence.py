@@ -6,7 +6,6 @@ so, never a guess. Pure: no ML library is imported.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import read_json_or_none
+from llm_finetuning.rundir import metrics_rows, read_diagnosis, read_evaluation
 
 
 @dataclass
@@ -41,17 +41,7 @@ class Evidence:
 
 def training_figures(run_dir: Path) -> dict[str, Any]:
     """Steps, reward at the start and the end, KL at the end and wall time, from metrics.jsonl."""
-    rows = []
-    try:
-        for line in (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and "reward" in row:
-                rows.append(row)
-    except OSError:
-        return {}
+    rows = [row for row in metrics_rows(run_dir) if "reward" in row]
     if not rows:
         return {}
     return {"steps": rows[-1].get("step"), "reward_first": rows[0].get("reward"), "reward_last": rows[-1].get("reward"),
@@ -80,7 +70,7 @@ def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint
     except UnusableInput as exc:
         ev.gate_lines = [f"the gate could not run: {exc.message}"]
     ev.training = training_figures(run_dir)
-    evaluation = read_json_or_none(run_dir / "eval.json")
+    evaluation = read_evaluation(run_dir)
     if evaluation is None:
         ev.evaluation_note = f"not evaluated: run `finetune eval {run_dir}` before exporting"
     elif evaluation.get("checkpoint_sha256") != checkpoint_sha256:
@@ -88,7 +78,7 @@ def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint
                               f"`finetune eval {run_dir} --checkpoint {step if label != 'final' else 'final'}`")
     else:
         ev.evaluation = evaluation
-    diagnosis = read_json_or_none(run_dir / "diagnosis.json")
+    diagnosis = read_diagnosis(run_dir)
     if diagnosis is None:
         try:
             from llm_finetuning.diagnose import diagnose_run

@@ -21,11 +21,11 @@ from llm_finetuning.evaluation.targets import (
     copy_tokenizer,
     folder_sha256,
     merge_adapter,
-    run_finished,
     saved_checkpoints,
     select_targets,
 )
 from llm_finetuning.fileio import atomic_write_json, folder_swap, utc_now
+from llm_finetuning.rundir import METRICS, run_finished
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 PROVENANCE = "llm-finetuning-export.json"
@@ -48,7 +48,7 @@ def choose_target(run_dir: Path, checkpoint: str | None) -> Target:
         if not run_finished(run_dir):
             steps = ", ".join(str(t.step) for t in saved_checkpoints(run_dir))
             raise UnusableInput(f"{run_dir} has not finished training (no final model with the end marker in "
-                                f"metrics.jsonl{'; committed checkpoints: ' + steps if steps else ''})",
+                                f"{METRICS}{'; committed checkpoints: ' + steps if steps else ''})",
                                 "export a checkpoint you have evaluated with --checkpoint STEP, or finish the run "
                                 "with `finetune launch RUN_DIR --resume`", "--checkpoint")
         checkpoint = "final"

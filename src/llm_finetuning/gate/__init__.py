@@ -3,8 +3,9 @@
 `run_gate(brief_path)` loads the brief (with a cached fast path for briefs that were valid before) and gates
 it; a verb that loaded the brief itself calls `gate_brief(brief)`. The gate loads the records and facts every
 check needs once (`gate.context`), then runs the checks registered in `gate.checks` in order. Checks never
-read files. `gate_fingerprint(brief)` binds a render and a launch to the exact brief, records and reward code
-the gate saw.
+read files. A passing report carries the gate's fingerprint (`fingerprint_of`), which binds a render and a
+launch to the exact brief, records and reward code the gate saw, and the sha256 of each record file it hashed
+for it, which render writes into the manifest.
 
 Pure: imports no torch, transformers, trl, vllm or jsonschema on the fast path.
 """
@@ -12,6 +13,7 @@ Pure: imports no torch, transformers, trl, vllm or jsonschema on the fast path.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult, GateReport
@@ -36,9 +38,11 @@ def run_gate(brief_path: Path) -> GateReport:
     return gate_brief(brief, brief_path)
 
 
-def gate_brief(brief: Brief, shown_path: str | Path | None = None) -> GateReport:
+def gate_brief(brief: Brief, shown_path: str | Path | None = None,
+               record_sha256: dict[str, str | None] | None = None) -> GateReport:
     """Run every check on a loaded, valid brief; the report names it as `shown_path` (as the user typed it),
-    else by its path."""
+    else by its path. `record_sha256`: record files' sha256 (by `record_files` key) the caller verified just now
+    (launch: the manifest's), which the fingerprint takes instead of hashing the files again."""
     from llm_finetuning.gate.checks import CHECKS
     from llm_finetuning.gate.context import load_context
 
@@ -53,15 +57,20 @@ def gate_brief(brief: Brief, shown_path: str | Path | None = None) -> GateReport
                 check_id, FAIL, "", f"the check itself failed: {type(exc).__name__}: {exc}",
                 "report this as a bug in llm-finetuning, with the brief and its records"))
     if report.passed:
-        report.fingerprint = gate_fingerprint(brief)
+        from llm_finetuning.fileio import sha256_file_or_none
+
+        known = dict(record_sha256 or {})
+        if ctx.inspection is not None:  # verified: the samples file is the one the record binds
+            known.setdefault("inspection_samples", ctx.inspection["bindings"]["samples_sha256"])
+        report.record_sha256 = {key: known[key] if key in known else sha256_file_or_none(path)
+                                for key, path in record_files(brief).items()}
+        report.fingerprint = fingerprint_of(brief, report.record_sha256, ctx.bindings["rewards"])
     return report
 
 
-def gate_fingerprint(brief: Brief) -> str:
-    """sha256 over what a passing gate trusted: the brief's text, every record file (baseline, inspection
-    and its samples, judge calibration), and the reward specs and source files. Any change changes it."""
-    from llm_finetuning.fileio import sha256_file_or_none, sha256_json
-    from llm_finetuning.records.bindings import reward_bindings
+def record_files(brief: Brief) -> dict[str, Path]:
+    """The record files a passing gate trusted, by key: baseline, inspection and its samples, judge calibration
+    (judge rewards only)."""
     from llm_finetuning.records.inspection import samples_path
 
     records = brief.data["records"]
@@ -69,9 +78,27 @@ def gate_fingerprint(brief: Brief) -> str:
     files["inspection_samples"] = samples_path(files["inspection"])
     if any(r.get("fn") == "judge" for r in brief.data["rewards"]):
         files["judge_calibration"] = brief.resolve(records["judge_calibration"])
+    return files
+
+
+def fingerprint_of(brief: Brief, record_sha256: dict[str, str | None], reward_bindings: list[dict[str, Any]]) -> str:
+    """sha256 over what a passing gate trusted: the brief's text, every record file (`record_files`, by sha256),
+    and the reward specs and source files (`records.bindings.reward_bindings`). Any change changes it."""
+    from llm_finetuning.fileio import sha256_json
+
     return sha256_json({
         "gate": GATE_VERSION,
         "brief_sha256": brief.sha256,
-        "records": {k: sha256_file_or_none(p) for k, p in sorted(files.items())},
-        "rewards": reward_bindings(list(brief.data["rewards"]), brief.folder),
+        "records": dict(sorted(record_sha256.items())),
+        "rewards": reward_bindings,
     })
+
+
+def gate_fingerprint(brief: Brief) -> str:
+    """The fingerprint of `brief` and its records as they are now, hashed here (`gate_brief` hands the one it
+    computed from what it verified to the report instead)."""
+    from llm_finetuning.fileio import sha256_file_or_none
+    from llm_finetuning.records.bindings import reward_bindings
+
+    hashes = {key: sha256_file_or_none(path) for key, path in record_files(brief).items()}
+    return fingerprint_of(brief, hashes, reward_bindings(list(brief.data["rewards"]), brief.folder))

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import read_json_or_none
+from llm_finetuning.rundir import read_diagnosis
+from llm_finetuning.rundir.manifest import read_manifest
 
 if TYPE_CHECKING:
     from llm_finetuning.memory import Estimate
@@ -49,6 +51,9 @@ class GateContext:
     memory: Estimate | None = None
     memory_problem: str = ""
     model_identity: str | None = None  # what the sampling verbs bound into the records (models.model_identity)
+    # The brief's bindings now (records.bindings.current_bindings: reward specs and code, model, data), computed
+    # once: both records are verified against them and the gate's fingerprint binds their reward code.
+    bindings: dict[str, Any] = field(default_factory=dict)
     tracker_installed: dict[str, bool] = field(default_factory=dict)  # tracking.report_to name -> importable here
 
 
@@ -64,7 +69,7 @@ def _load_judge(brief: Brief) -> list[str] | None:
 
 
 def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | None:
-    for source in (diagnosis or {}, read_json_or_none(run_dir / "manifest.json") or {}):
+    for source in (diagnosis or {}, read_manifest(run_dir) or {}):
         for value in (source.get("brief_name"), source.get("name"),
                       source.get("brief", {}).get("name") if isinstance(source.get("brief"), dict) else None):
             if isinstance(value, str):
@@ -84,7 +89,7 @@ def _load_deviation(brief: Brief) -> Deviation | None:
     if not run_dir.is_dir():
         return Deviation(str(ref), None, None, f"run directory {run_dir} does not exist")
     problems = [str(p) for p in verify_diagnosis(run_dir, brief.name)]
-    name = brief.name if not problems else _run_brief_name(run_dir, read_json_or_none(run_dir / "diagnosis.json"))
+    name = brief.name if not problems else _run_brief_name(run_dir, read_diagnosis(run_dir))
     return Deviation(str(ref), not problems, name, "; ".join(problems))
 
 
@@ -143,20 +148,18 @@ def _trackers_installed(brief: Brief) -> dict[str, bool]:
 def load_context(brief: Brief) -> GateContext:
     """Read every record and fact the checks need for `brief`."""
     from llm_finetuning.gate.trl_fields import FieldsUnavailable, grpo_config_fields
-    from llm_finetuning.records.baseline import load_baseline, verify_baseline
-    from llm_finetuning.records.inspection import load_inspection, verify_inspection
+    from llm_finetuning.records.baseline import verify_baseline
+    from llm_finetuning.records.bindings import current_bindings
+    from llm_finetuning.records.inspection import verify_inspection
 
     ctx = GateContext()
     ctx.model_identity = _model_identity(brief)
+    ctx.bindings = current_bindings(brief, ctx.model_identity)
     records = brief.data["records"]
-    bpath = brief.resolve(records["baseline"])
-    ctx.baseline_problems = verify_baseline(brief, bpath, ctx.model_identity)
-    if not any(p.id in ("missing", "malformed") for p in ctx.baseline_problems):
-        ctx.baseline = load_baseline(bpath)
-    ipath = brief.resolve(records["inspection"])
-    ctx.inspection_problems = verify_inspection(brief, ipath, ctx.model_identity)
-    if not any(p.id in ("missing", "malformed") for p in ctx.inspection_problems):
-        ctx.inspection = load_inspection(ipath)
+    ctx.baseline, ctx.baseline_problems = verify_baseline(brief, brief.resolve(records["baseline"]),
+                                                          ctx.model_identity, ctx.bindings)
+    ctx.inspection, ctx.inspection_problems = verify_inspection(brief, brief.resolve(records["inspection"]),
+                                                                ctx.model_identity, ctx.bindings)
     ctx.judge_problems = _load_judge(brief)
     ctx.deviation = _load_deviation(brief)
     ctx.model_config = _load_model_config(brief)

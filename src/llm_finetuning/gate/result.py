@@ -40,7 +40,7 @@ class CheckResult:
         return Problem(self.id, self.path, self.message, self.fix, ERROR if self.verdict == FAIL else WARNING)
 
     def to_json(self) -> dict[str, str]:
-        """The documented row of `checks` (DESIGN.md: id, verdict, path, reason, fix)."""
+        """The documented row of `checks` (docs/gate.md: id, verdict, path, reason, fix)."""
         return {"id": self.id, "verdict": self.verdict, "path": self.path, "reason": self.message, "fix": self.fix}
 
 
@@ -52,6 +52,8 @@ class GateReport:
     name: str | None
     checks: list[CheckResult] = field(default_factory=list)
     fingerprint: str | None = None
+    # sha256 of each record file the fingerprint binds (gate.record_files), for the manifest; not in the JSON.
+    record_sha256: dict[str, str | None] = field(default_factory=dict)
     # The memory estimate the gate judged, handed to render for its advice, or why none could be made; not
     # part of the JSON report (`finetune memory --json` prints it).
     memory: Estimate | None = None

@@ -21,25 +21,24 @@ from llm_finetuning.errors import (
     EXIT_UNUSABLE,
     WARNING,
     Problem,
+    ProblemError,
     UnusableInput,
     sort_problems,
 )
-from llm_finetuning.render.manifest import brief_path, load_manifest, verify_manifest
+from llm_finetuning.rundir.manifest import brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
 
-class LaunchRefused(Exception):
+class LaunchRefused(ProblemError):
     """The run may not start: every Problem found (each with its fix), what they concern (`why`, for the
     header), and `exit_code` 1 (refused) or 2 (unusable)."""
 
     def __init__(self, problems: list[Problem], exit_code: int = EXIT_REJECTED, why: str = "") -> None:
-        super().__init__("\n".join(p.line() for p in problems))
-        self.problems = problems
-        self.exit_code = exit_code
+        super().__init__(problems, exit_code)
         self.why = why
 
-    def header(self, run_dir: Path | str) -> str:
-        return f"finetune launch: {run_dir} is refused{f' ({self.why})' if self.why else ''}:"
+    def header(self, subject: Path | str) -> str:
+        return f"finetune launch: {subject} is refused{f' ({self.why})' if self.why else ''}:"
 
 
 @dataclass
@@ -75,12 +74,14 @@ def vllm_problem(generation: str) -> Problem | None:
 
 def _gate_problems(brief: Brief, manifest: dict[str, Any]) -> list[Problem]:
     """The gate's failures now (each a Problem with its check's id), or a fingerprint that moved."""
-    from llm_finetuning.gate import gate_brief, gate_fingerprint
+    from llm_finetuning.gate import gate_brief
 
-    report = gate_brief(brief)
+    # verify_manifest found each record's sha256 equal to the manifest's: the gate takes those
+    verified = {key: rec.get("sha256") for key, rec in manifest.get("records", {}).items()}
+    report = gate_brief(brief, record_sha256=verified)
     if not report.passed:
         return [p for p in report.problems if p.severity == ERROR]
-    if gate_fingerprint(brief) != manifest.get("gate_fingerprint"):
+    if report.fingerprint != manifest.get("gate_fingerprint"):
         return [Problem("gate_fingerprint", "", "the gate's fingerprint differs from the one in manifest.json (the "
                         "evidence changed since rendering).", "run `finetune render BRIEF -o RUN_DIR` again")]
     return []
@@ -100,6 +101,7 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
     if problems:
         raise LaunchRefused(problems, why="its files no longer match manifest.json")
     bpath = brief_path(run_dir, manifest)
+    assert bpath is not None  # load_manifest refuses a manifest that names no brief
     try:
         brief, errors = load_brief_for_gate(bpath)
     except UnusableInput as exc:

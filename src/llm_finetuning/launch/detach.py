@@ -33,8 +33,9 @@ from typing import Any
 
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
-from llm_finetuning.launch.checkpoints import last_complete_checkpoint, start_problem
-from llm_finetuning.render.manifest import load_manifest
+from llm_finetuning.rundir import CHECKPOINTS
+from llm_finetuning.rundir.checkpoints import last_complete_checkpoint, start_problem
+from llm_finetuning.rundir.manifest import load_manifest
 
 PID_FILE = "launch.pid"
 EXIT_FILE = "launch.exit.json"
@@ -255,7 +256,7 @@ def _rendered_config(run_dir: Path) -> tuple[int | None, Path]:
     max_steps = config.get("max_steps")
     output_dir = config.get("output_dir")
     return (max_steps if isinstance(max_steps, int) and not isinstance(max_steps, bool) else None,
-            run_dir / (output_dir if isinstance(output_dir, str) else "checkpoints"))
+            run_dir / (output_dir if isinstance(output_dir, str) else CHECKPOINTS))
 
 
 def _progress(traj: Any, max_steps: int | None) -> dict[str, Any]:
@@ -349,7 +350,7 @@ def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, live: list[i
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:
-    """The `finetune status --json` object (DESIGN.md): state, step, max_steps, reward, elapsed_s, eta_s,
+    """The `finetune status --json` object (docs/render-launch.md): state, step, max_steps, reward, elapsed_s, eta_s,
     pid, log, finding; plus exit_code, signal, checkpoint, log_tail and next. Raises UnusableInput when
     RUN_DIR is not a rendered run directory."""
     from llm_finetuning.diagnose import load_trajectory

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
-from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_text, replace_folder
 from llm_finetuning.launch import LaunchRefused
-from llm_finetuning.launch.checkpoints import (
+from llm_finetuning.rundir import COMPLETIONS, END_EVENT, EVAL_JSONL, FINAL_MODEL, METRICS
+from llm_finetuning.rundir.checkpoints import (
     commit_checkpoint,
     last_complete_checkpoint,
     set_aside_incomplete,
@@ -38,10 +38,6 @@ from llm_finetuning.launch.checkpoints import (
 
 if TYPE_CHECKING:
     from llm_finetuning.evaluation.during import HeldOutEvaluator
-
-METRICS = "metrics.jsonl"
-COMPLETIONS = "completions.jsonl"
-FINAL_MODEL = "model"
 
 
 @dataclass
@@ -146,7 +142,7 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = 
             # The end marker `finetune diagnose --follow` and the gate's deviation check wait for; a run
             # stopped early by a signal has not ended and gets none.
             if state.is_world_process_zero and stop.signal_name is None and state.global_step >= state.max_steps:
-                _jsonl_append(run_dir / METRICS, [{"event": "end", "step": state.global_step}])
+                _jsonl_append(run_dir / METRICS, [{"event": END_EVENT, "step": state.global_step}])
 
     class StopOnSignal(TrainerCallback):
         """Checkpoint and stop at a step boundary once a signal arrived on any process."""

@@ -1,8 +1,9 @@
 """What each training process runs: `python -m llm_finetuning.launch.worker RUN_DIR [--resume]`.
 
 launch.sh and sbatch.sh start it through `accelerate launch`; `finetune launch` calls `run_worker` in its
-own process when the run has a single training process. Every process verifies the run (manifest, gate,
-vLLM) before it loads anything heavy, so launching the scripts by hand skips no check.
+own process when the run has a single training process, with the run it verified. Every process started
+here verifies the run (manifest, gate, vLLM) before it loads anything heavy, so launching the scripts by hand
+skips no check; `run_worker` itself takes the verified run and verifies nothing again.
 `--print-model RUN_DIR` prints the model path the vLLM server must load (embedded/GGUF models resolved).
 """
 
@@ -14,18 +15,18 @@ import sys
 from pathlib import Path
 
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, render_problems
-from llm_finetuning.launch import LaunchRefused, verify_run
+from llm_finetuning.launch import LaunchRefused, VerifiedRun, verify_run
+from llm_finetuning.rundir import METRICS
 
 
-def run_worker(run_dir: Path, resume: bool, extra_args: list[str], progress: bool = True) -> int:
-    """Verify and train; print the outcome on stderr; return the exit code."""
+def run_worker(run: VerifiedRun, resume: bool, extra_args: list[str], progress: bool = True) -> int:
+    """Train a run verified by the caller (`verify_run`); print the outcome on stderr; return the exit code."""
     try:
-        run = verify_run(run_dir)
         from llm_finetuning.launch.trainer import train
 
         outcome = train(run.run_dir, run.brief, resume=resume, extra_args=extra_args, progress=progress)
     except LaunchRefused as exc:
-        print(render_problems(exc.problems, header=exc.header(run_dir)), file=sys.stderr)
+        print(render_problems(exc.problems, header=exc.header(run.run_dir)), file=sys.stderr)
         return exc.exit_code
     if int(os.environ.get("RANK", "0")) != 0:
         return EXIT_REJECTED if outcome.stopped_by else EXIT_OK  # rank 0 reports for every process
@@ -35,7 +36,7 @@ def run_worker(run_dir: Path, resume: bool, extra_args: list[str], progress: boo
               f"finetune launch {run.run_dir} --resume", file=sys.stderr)
         return EXIT_REJECTED
     print(f"finetune launch: trained {outcome.global_step} step(s); model in {outcome.final_model}; metrics in "
-          f"{run.run_dir / 'metrics.jsonl'}", file=sys.stderr)
+          f"{run.run_dir / METRICS}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -64,7 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     if ns.print_model:
         return print_model(ns.run_dir)
     extra = ["--vllm_server_host", ns.vllm_server_host] if ns.vllm_server_host else []
-    return run_worker(ns.run_dir, ns.resume, extra)
+    try:
+        run = verify_run(ns.run_dir)
+    except LaunchRefused as exc:
+        print(render_problems(exc.problems, header=exc.header(ns.run_dir)), file=sys.stderr)
+        return exc.exit_code
+    return run_worker(run, ns.resume, extra)
 
 
 if __name__ == "__main__":

@@ -240,22 +240,26 @@ def load_baseline(path: Path) -> dict[str, Any]:
     return rec
 
 
-def verify_baseline(brief: Brief, path: Path, model_identity: str | None = None) -> list[Problem]:
-    """Every reason the baseline at `path` cannot stand for `brief` now (empty: it can)."""
+def verify_baseline(brief: Brief, path: Path, model_identity: str | None = None,
+                    bindings: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """(the record at `path`, every reason it cannot stand for `brief` now): no problem means it can; the record
+    is None when it is missing or malformed. `bindings`: the brief's `current_bindings`, when the caller has them
+    already (a verb computes them once for all its records)."""
     path = Path(path)
     redo = f"run `finetune baseline {shown(brief.path)}`"
     if not path.exists():
         beside = sorted(shown(p) for p in path.parent.glob(f"{path.stem}.*{path.suffix}")) if path.parent.is_dir() else []
         also = (f" ({', '.join(beside)} beside it measure evaluation settings, not the training temperature "
                 "the gate judges)") if beside else ""
-        return [Problem("missing", "record", f"no baseline record at {shown(path)}{also}", redo)]
+        return None, [Problem("missing", "record", f"no baseline record at {shown(path)}{also}", redo)]
     try:
         rec = load_baseline(path)
     except UnusableInput as exc:
-        return [Problem("malformed", "record", exc.message, redo)]
+        return None, [Problem("malformed", "record", exc.message, redo)]
     problems = []
     if rec.get("digest") != sha256_json({k: v for k, v in rec.items() if k != "digest"}):
         problems.append(Problem("tampered", "record", f"{shown(path)} was edited after `finetune baseline` wrote it", redo))
-    problems += stale_problems(rec["bindings"], current_bindings(brief, model_identity), redo,
-                               check_identity=model_identity is not None, check_data=True)
-    return problems
+    current = bindings if bindings is not None else current_bindings(brief, model_identity)
+    problems += stale_problems(rec["bindings"], current, redo, check_identity=model_identity is not None,
+                               check_data=True)
+    return rec, problems

@@ -23,7 +23,7 @@ from llm_finetuning.fileio import (
     sha256_json,
     stat_key,
 )
-from llm_finetuning.rewards.registry import reward_names
+from llm_finetuning.reward_registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent

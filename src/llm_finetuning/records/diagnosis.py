@@ -1,27 +1,20 @@
-"""The diagnosis record, RUN_DIR/diagnosis.json: its format, its write, and its verification for the gate.
+"""The diagnosis record, RUN_DIR/diagnosis.json: its format and its verification for the gate.
 
 `finetune diagnose` writes it (diagnose/report.py builds it from the findings and the metrics diagnosed). It lets
 the gate accept `grpo.deviation: RUN_DIR` only for a run of the same brief that was diagnosed healthy, from the
-metrics as they are now. Pure: json and the file helpers.
+metrics as they are now. The run directory package (`rundir`) names the file, reads and writes it. Pure: json and
+the file helpers.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from llm_finetuning.fileio import atomic_write_text, sha256_file
+from llm_finetuning.fileio import sha256_file
+from llm_finetuning.rundir import DIAGNOSIS
 
-DIAGNOSIS_FILE = "diagnosis.json"
 DIAGNOSIS_FORMAT = 1
-
-
-def write_diagnosis(run_dir: Path, record: dict[str, Any]) -> Path:
-    """Write RUN_DIR/diagnosis.json atomically (temp file, fsync, rename, folder fsync)."""
-    path = run_dir / DIAGNOSIS_FILE
-    atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
-    return path
 
 
 def verify_diagnosis(run_dir: str | Path, brief_name: str | None = None) -> list[str]:
@@ -31,7 +24,7 @@ def verify_diagnosis(run_dir: str | Path, brief_name: str | None = None) -> list
     metrics file as it is now (sha256), and be a run of the brief named `brief_name` when given.
     """
     root = Path(run_dir)
-    path = root / DIAGNOSIS_FILE
+    path = root / DIAGNOSIS
     if not path.is_file():
         return [f"{path} does not exist: run `finetune diagnose {root}` after the run ends"]
     try:

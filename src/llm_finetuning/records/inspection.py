@@ -16,7 +16,7 @@ Life cycle (a library API; `finetune inspect` and `finetune review` are thin she
    everything in the record (bindings, per-sample hashes, verdicts with notes and seconds, the review).
    A record with disagreements can be sealed: the seal says what the person saw, and the gate then
    rejects it listing the disputed samples (fix the reward, then inspect again).
-4. `verify_inspection(brief, path, model_identity)` returns every `Problem`: missing or malformed,
+4. `verify_inspection(brief, path, model_identity)` returns the record with every `Problem`: missing or malformed,
    tampered (the record or the samples edited after sealing, naming the part or the sample), stale (reward
    specs, reward code, model: naming exactly what changed), unsealed, incomplete, wrong size, disagreement.
 
@@ -48,7 +48,7 @@ from llm_finetuning.fileio import (
 )
 from llm_finetuning.records import KINDS
 from llm_finetuning.records.bindings import current_bindings, stale_problems
-from llm_finetuning.rewards.registry import reward_names
+from llm_finetuning.reward_registry import reward_names
 
 FORMAT = "llm-finetuning/inspection@1"
 FORMAT_PREFIX = "llm-finetuning/inspection@"
@@ -394,23 +394,27 @@ def _samples_problems(path: Path, record: dict[str, Any], redo: str) -> list[Pro
     return [Problem("tampered", "samples", f"{spath.name} differs from the samples that were scored: {what}", fix)]
 
 
-def verify_inspection(brief: Brief, path: Path, model_identity: str | None = None) -> list[Problem]:
-    """Every reason the gate cannot trust the inspection record at `path` for `brief` (empty: trusted)."""
+def verify_inspection(brief: Brief, path: Path, model_identity: str | None = None,
+                      bindings: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """(the record at `path`, every reason the gate cannot trust it for `brief`): no problem means trusted; the
+    record is None when it is missing or malformed. `bindings`: the brief's `current_bindings`, when the caller
+    has them already (a verb computes them once for all its records)."""
     path = Path(path)
     if not path.exists():
-        return [Problem("missing", "record", f"no inspection record at {shown(path)}",
-                        f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`")]
+        return None, [Problem("missing", "record", f"no inspection record at {shown(path)}",
+                              f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`")]
     try:
         record = load_inspection(path)
     except UnusableInput as exc:
-        return [Problem("malformed", "record", exc.message, exc.fix or f"run `finetune inspect {shown(brief.path)}` again")]
+        return None, [Problem("malformed", "record", exc.message,
+                              exc.fix or f"run `finetune inspect {shown(brief.path)}` again")]
     problems: list[Problem] = []
     redo = f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`"
     if is_sealed(record):
         problems += _tamper_problems(record, redo)
     problems += _samples_problems(path, record, redo)
-    problems += stale_problems(record["bindings"], current_bindings(brief, model_identity), redo,
-                               check_identity=model_identity is not None)
+    current = bindings if bindings is not None else current_bindings(brief, model_identity)
+    problems += stale_problems(record["bindings"], current, redo, check_identity=model_identity is not None)
     n = len(record["samples"])
     if not MIN_SAMPLES <= n <= MAX_SAMPLES:
         problems.append(Problem("size", "samples", f"holds {n} samples; a review needs {MIN_SAMPLES}-{MAX_SAMPLES}",
@@ -428,4 +432,4 @@ def verify_inspection(brief: Brief, path: Path, model_identity: str | None = Non
         problems.append(Problem("disagreement", "verdicts",
                                 f"the reviewer disagreed with the reward on {len(dis)} sample(s): {listed}",
                                 f"fix the reward function first, then {redo}"))
-    return sorted(problems, key=lambda p: KINDS.index(p.id))
+    return record, sorted(problems, key=lambda p: KINDS.index(p.id))

@@ -1,7 +1,7 @@
 """The judge calibration record: its format, the judge settings it binds, and its verification for the gate.
 
 `finetune calibrate-judge BRIEF --labels FILE.jsonl` scores human-labelled items with the brief's judge reward
-(rewards/judge_calibration.py) and writes one entry per judge at `records.judge_calibration`. A judge and a person
+(records/judge_labels.py) and writes one entry per judge at `records.judge_calibration`. A judge and a person
 agree on an item when both put it on the same side of 0.5; an item the judge could not score counts as a
 disagreement. The record binds the judge's settings by sha256, and `verify_judge_calibration` (used by the gate)
 accepts it only while those settings are unchanged and the agreement its items give meets the brief's
@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import atomic_write_json, sha256_bytes
-from llm_finetuning.rewards import registry
 
 FORMAT = "llm-finetuning/judge-calibration/1"
 MIN_ITEMS = 50

@@ -19,7 +19,7 @@ import yaml
 from llm_finetuning import __version__
 from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import atomic_write_text, sha256_file
-from llm_finetuning.render.manifest import MANIFEST, build_manifest
+from llm_finetuning.render.manifest import build_manifest
 from llm_finetuning.render.plan import (
     MAIN_PROCESS_PORT,
     VLLM_SERVER_GPU_MEMORY_UTILIZATION,
@@ -28,6 +28,7 @@ from llm_finetuning.render.plan import (
     RunPlan,
     build_plan,
 )
+from llm_finetuning.rundir.manifest import read_manifest, write_manifest
 
 if TYPE_CHECKING:
     import jinja2
@@ -120,25 +121,24 @@ class RenderResult:
     manifest: dict[str, Any]
 
 
-def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str,
-               recommend: dict[str, Any] | None = None) -> RenderResult:
-    """Write the run directory for `brief` (which passed the gate) and its manifest; RenderError if TRL could not run it."""
+def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str, recommend: dict[str, Any] | None = None,
+               record_sha256: dict[str, str | None] | None = None) -> RenderResult:
+    """Write the run directory for `brief` (which passed the gate) and its manifest; RenderError if TRL could not run it.
+
+    `gate_fingerprint` and `record_sha256` (each record file's sha256, by key) come from the gate's report, so
+    nothing the gate hashed is hashed again; a record left out of `record_sha256` is hashed here."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     plan = build_plan(brief, run_dir, recommend)
     texts = render_files(plan)
-    previous = run_dir / MANIFEST
-    if previous.is_file():
-        try:
-            old = json.loads(previous.read_text(encoding="utf-8")).get("files", {})
-        except (OSError, ValueError):
-            old = {}
-        for stale in set(old) - set(texts):
-            if "/" not in stale and (run_dir / stale).is_file():
-                (run_dir / stale).unlink()
+    previous = read_manifest(run_dir)
+    old = previous.get("files", {}) if previous is not None else {}
+    for stale in set(old) - set(texts):
+        if "/" not in stale and (run_dir / stale).is_file():
+            (run_dir / stale).unlink()
     for name, text in texts.items():
         atomic_write_text(run_dir / name, text, 0o755 if name.endswith(".sh") else 0o644)
     hashes = {name: sha256_file(run_dir / name) for name in sorted(texts)}
-    manifest = build_manifest(brief, run_dir, plan, hashes, gate_fingerprint)
-    atomic_write_text(run_dir / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n", 0o644)
+    manifest = build_manifest(brief, run_dir, plan, hashes, gate_fingerprint, record_sha256 or {})
+    write_manifest(run_dir, manifest)
     return RenderResult(run_dir, plan, hashes, manifest)

@@ -20,8 +20,8 @@ from llm_finetuning.brief import Brief
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.brief.tracking import tracking_entries
 from llm_finetuning.brief.variants import VARIANT_SETTINGS
-from llm_finetuning.errors import Problem
-from llm_finetuning.rewards.registry import reward_names, reward_occurrences
+from llm_finetuning.errors import Problem, ProblemError
+from llm_finetuning.reward_registry import reward_names, reward_occurrences
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
 # float32 model loading): every value the brief decides is written explicitly.
@@ -33,12 +33,15 @@ LOCAL_DATA_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet",
 EMBEDDED_PREFIX = "embedded:"
 
 
-class RenderError(Exception):
-    """The brief cannot be rendered into a run TRL accepts; carries every Problem found."""
+class RenderError(ProblemError):
+    """The brief cannot be rendered into a run TRL accepts; carries every Problem found (exit 2)."""
 
     def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("; ".join(p.line() for p in problems))
-        self.problems = problems
+        super().__init__(problems)
+        self.args = ("; ".join(p.line() for p in problems),)
+
+    def header(self, subject: Path | str) -> str:
+        return f"{subject}: cannot be rendered into a run TRL accepts:"
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,6 @@
-"""Reward functions: the registry (names, argument schemas) and the built-in and custom rewards.
+"""Reward functions: the built-in and custom rewards (their names and argument schemas: `reward_registry`).
 
-Light on purpose: the gate imports `rewards.registry` and `reward_source_files`, so nothing here loads a
+Light on purpose: the gate imports `reward_source_files`, so nothing here loads a
 reward implementation or any ML library at import time. `build_reward`, `build_reward_funcs` and
 `score_rows` import the implementations when called.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.rewards.registry import reward_names
+from llm_finetuning.reward_registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files
 
 __all__ = ["build_reward", "build_reward_funcs", "reward_names", "reward_source_files", "score_rows"]

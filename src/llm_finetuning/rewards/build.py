@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief import Brief
-from llm_finetuning.rewards import registry
 from llm_finetuning.rewards.explain import call_explained
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ import re
 import sys
 from pathlib import Path
 
+from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief.docgen import field_row, write_or_check
-from llm_finetuning.rewards import registry
 
 PAGE = Path("references/reward-functions.md")
 TEMPLATE = Path(__file__).with_name("reward-functions.template.md")

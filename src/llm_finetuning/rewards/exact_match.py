@@ -22,9 +22,9 @@ import time
 from fractions import Fraction
 from typing import Any
 
+from llm_finetuning.reward_registry import arg_defaults
 from llm_finetuning.rewards._text import completion_text, prompt_text, remove_echo, strip_think
 from llm_finetuning.rewards.explain import quoted
-from llm_finetuning.rewards.registry import arg_defaults
 
 _DEFAULTS = arg_defaults("exact_match")  # the registry's schema holds every default
 

@@ -15,8 +15,8 @@ import logging
 import re
 from typing import Any
 
+from llm_finetuning.reward_registry import arg_defaults
 from llm_finetuning.rewards._text import completion_text, strip_think
-from llm_finetuning.rewards.registry import arg_defaults
 
 _DEFAULTS = arg_defaults("json_schema")  # the registry's schema holds every default
 

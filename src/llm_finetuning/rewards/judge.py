@@ -26,8 +26,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llm_finetuning.fileio import sha256_bytes
+from llm_finetuning.reward_registry import arg_defaults
 from llm_finetuning.rewards._text import completion_text, prompt_transcript
-from llm_finetuning.rewards.registry import arg_defaults
 
 _DEFAULTS = arg_defaults("judge")  # the registry's schema holds every default
 

@@ -17,8 +17,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from llm_finetuning.reward_registry import arg_defaults
 from llm_finetuning.rewards._text import completion_text
-from llm_finetuning.rewards.registry import arg_defaults
 
 _DEFAULTS = arg_defaults("length_penalty")  # the registry's schema holds every default
 

@@ -2,9 +2,9 @@
 
 An inspection record binds each reward by the sha256 of these files, so an edit to the reward's code
 makes the record stale. Built-in: its module plus every `llm_finetuning.rewards`/`llm_finetuning.sandbox`
-module it imports or runs as a child process (`python -m <module>`), transitively. Custom: the user's
-module plus the modules next to the brief that it imports, transitively. Pure: reads files and parses
-them with `ast`.
+module (and `llm_finetuning.reward_registry`) it imports or runs as a child process (`python -m <module>`),
+transitively. Custom: the user's module plus the modules next to the brief that it imports, transitively.
+Pure: reads files and parses them with `ast`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import ast
 import re
 from pathlib import Path
 
-from llm_finetuning.rewards import registry
+from llm_finetuning import reward_registry as registry
 
-_PACKAGE_ROOT = Path(registry.__file__).resolve().parents[1]  # .../llm_finetuning
-_FOLLOWED = ("llm_finetuning.rewards", "llm_finetuning.sandbox")
+_PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # .../llm_finetuning
+# A built-in's behaviour is its modules, the sandbox it runs code in, and the registry's argument defaults.
+_FOLLOWED = ("llm_finetuning.rewards", "llm_finetuning.sandbox", "llm_finetuning.reward_registry")
 _MODULE_NAME = re.compile(r"llm_finetuning\.(?:rewards|sandbox)(?:\.[A-Za-z_]\w*)+")
 
 

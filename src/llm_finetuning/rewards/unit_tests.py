@@ -38,8 +38,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from llm_finetuning.reward_registry import PREPEND_PROMPT, arg_defaults
 from llm_finetuning.rewards.explain import quoted
-from llm_finetuning.rewards.registry import PREPEND_PROMPT, arg_defaults
 from llm_finetuning.sandbox import JobResult, Limits, SandboxPool, get_pool
 from llm_finetuning.sandbox.verdicts import (
     PreparedTest,

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from llm_finetuning.rewards.registry import VERIFIERS, is_custom
+from llm_finetuning.reward_registry import VERIFIERS, is_custom
 
 NOT_SUCCESS_DECIDING = ("length_penalty", "judge")
 SUCCESS_DEFINITION = ("a completion succeeds when every verifier reward (exact_match, json_schema, unit_tests, "

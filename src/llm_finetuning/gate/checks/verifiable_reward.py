@@ -10,7 +10,7 @@ from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import shown
 from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
-from llm_finetuning.rewards.registry import VERIFIERS, is_custom
+from llm_finetuning.reward_registry import VERIFIERS, is_custom
 
 ID = "verifiable_reward"
 

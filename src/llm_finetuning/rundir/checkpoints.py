@@ -1,4 +1,4 @@
-"""Checkpoint bookkeeping: a checkpoint counts only once its commit marker exists.
+"""A run's checkpoints (RUN_DIR/checkpoints/checkpoint-<step>/): a checkpoint counts only once its commit marker exists.
 
 The Trainer writes checkpoint-<step>/ file by file; a run killed halfway leaves a folder that looks like
 a checkpoint but is not one. After everything in it is written and fsynced, `commit_checkpoint` writes
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import atomic_write_bytes, fsync_dir, fsync_file
+from llm_finetuning.rundir import CHECKPOINTS, TRAINER_STATE
 
 MARKER = "COMPLETE"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -30,7 +31,7 @@ def commit_checkpoint(folder: Path, step: int) -> None:
 
 
 def is_complete(folder: Path) -> bool:
-    return (folder / MARKER).is_file() and (folder / "trainer_state.json").is_file()
+    return (folder / MARKER).is_file() and (folder / TRAINER_STATE).is_file()
 
 
 def checkpoints(output_dir: Path) -> list[tuple[int, Path]]:
@@ -43,6 +44,18 @@ def checkpoints(output_dir: Path) -> list[tuple[int, Path]]:
         if m and child.is_dir():
             found.append((int(m.group(1)), child))
     return sorted(found)
+
+
+def complete_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """(step, folder) of every committed checkpoint of RUN_DIR, oldest first."""
+    return [(step, path) for step, path in checkpoints(Path(run_dir) / CHECKPOINTS) if is_complete(path)]
+
+
+def checkpoint_dirs(run_dir: Path) -> list[Path]:
+    """Every checkpoint folder, committed or not, of a run directory (RUN_DIR/checkpoints/checkpoint-N) or of a
+    bare TRL output_dir (RUN_DIR/checkpoint-N), oldest step first: what diagnose reads trainer states from."""
+    found = checkpoints(Path(run_dir) / CHECKPOINTS) + checkpoints(Path(run_dir))
+    return [path for _, path in sorted(found)]
 
 
 def last_complete_checkpoint(output_dir: Path) -> Path | None:

@@ -1,0 +1,85 @@
+"""A run directory: the names of its files, and what a run wrote there, read and written in one place.
+
+`finetune render BRIEF -o RUN_DIR` makes one; `launch`, `status`, `stop`, `diagnose`, `eval` and `export` read it
+through this package, and the gate reads a `grpo.deviation` run's diagnosis through it. The layout (docs/render-launch.md,
+"What RUN_DIR holds"):
+
+- `manifest.json`: binds the run to its brief, records, gate fingerprint and rendered files (`rundir.manifest`);
+- `grpo_config.yaml`, `accelerate.yaml`, `launch.sh`, `rewards_entry.py` (and `sbatch.sh`): what render wrote;
+- `metrics.jsonl`: one JSON object per logged step, then `{"event": "end", "step": N}` once training reached
+  `max_steps`; `completions.jsonl`: the completions logged while training;
+- `eval.jsonl`: held-out `{"step", "score"}` rows (during training, and `finetune eval --checkpoint all`);
+  `eval.json`: `finetune eval`'s latest result;
+- `diagnosis.json`: `finetune diagnose`'s record (its format and its verification: `records.diagnosis`);
+- `checkpoints/checkpoint-<step>/`: the saves, each counted once its COMPLETE marker exists (`rundir.checkpoints`);
+- `model/`: the final weights or LoRA adapter, with the tokenizer.
+
+Pure: json and the file helpers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.fileio import atomic_write_text, read_json_or_none
+
+MANIFEST = "manifest.json"
+GRPO_CONFIG = "grpo_config.yaml"
+METRICS = "metrics.jsonl"
+COMPLETIONS = "completions.jsonl"
+EVAL_JSONL = "eval.jsonl"
+EVAL_JSON = "eval.json"
+DIAGNOSIS = "diagnosis.json"
+CHECKPOINTS = "checkpoints"
+FINAL_MODEL = "model"
+TRAINER_STATE = "trainer_state.json"  # what TRL's Trainer writes into each checkpoint
+END_EVENT = "end"  # metrics.jsonl's last row once training reached max_steps
+
+
+def metrics_rows(run_dir: Path) -> list[dict[str, Any]]:
+    """The JSON objects of RUN_DIR/metrics.jsonl in file order (lines that are not one skipped); [] without it."""
+    try:
+        lines = (Path(run_dir) / METRICS).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    rows = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def end_step(run_dir: Path) -> int | None:
+    """The step of metrics.jsonl's end marker (written when training reached max_steps), or None."""
+    for row in reversed(metrics_rows(run_dir)):
+        if row.get("event") == END_EVENT:
+            return int(row.get("step", 0))
+    return None
+
+
+def run_finished(run_dir: Path) -> bool:
+    """Training reached its last step and saved the final model."""
+    return (Path(run_dir) / FINAL_MODEL).is_dir() and end_step(run_dir) is not None
+
+
+def read_evaluation(run_dir: Path) -> dict[str, Any] | None:
+    """RUN_DIR/eval.json, `finetune eval`'s latest result, or None when absent or unreadable."""
+    return read_json_or_none(Path(run_dir) / EVAL_JSON)
+
+
+def read_diagnosis(run_dir: Path) -> dict[str, Any] | None:
+    """RUN_DIR/diagnosis.json as written, or None when absent or unreadable (verified: `records.diagnosis`)."""
+    return read_json_or_none(Path(run_dir) / DIAGNOSIS)
+
+
+def write_diagnosis(run_dir: Path, record: dict[str, Any]) -> Path:
+    """Write RUN_DIR/diagnosis.json atomically (temp file, fsync, rename, folder fsync)."""
+    path = Path(run_dir) / DIAGNOSIS
+    atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return path
