@@ -40,7 +40,8 @@ class GateContext:
     baseline: dict[str, Any] | None = None
     baseline_problems: list[Problem] = field(default_factory=list)
     inspection: dict[str, Any] | None = None
-    inspection_problems: list[Problem] = field(default_factory=list)
+    inspection_problems: list[Problem] = field(default_factory=list)  # warnings (severity) do not block
+    inspection_signer: str = ""  # who signed the record, as a trusted-keys file names them (`Ada (SHA256:...)`)
     judge_problems: list[str] | None = None  # None: the brief has no judge reward
     deviation: Deviation | None = None
     model_config: dict[str, Any] | None = None  # config.json of a local model
@@ -144,7 +145,7 @@ def load_context(brief: Brief) -> GateContext:
     """Read every record and fact the checks need for `brief`."""
     from llm_finetuning.gate.trl_fields import FieldsUnavailable, grpo_config_fields
     from llm_finetuning.records.baseline import load_baseline, verify_baseline
-    from llm_finetuning.records.inspection import load_inspection, verify_inspection
+    from llm_finetuning.records.inspection import check_inspection, load_inspection
 
     ctx = GateContext()
     ctx.model_identity = _model_identity(brief)
@@ -154,7 +155,9 @@ def load_context(brief: Brief) -> GateContext:
     if not any(p.id in ("missing", "malformed") for p in ctx.baseline_problems):
         ctx.baseline = load_baseline(bpath)
     ipath = brief.resolve(records["inspection"])
-    ctx.inspection_problems = verify_inspection(brief, ipath, ctx.model_identity)
+    inspected = check_inspection(brief, ipath, ctx.model_identity)
+    ctx.inspection_problems = inspected.problems
+    ctx.inspection_signer = inspected.signer.who() if inspected.signer else ""
     if not any(p.id in ("missing", "malformed") for p in ctx.inspection_problems):
         ctx.inspection = load_inspection(ipath)
     ctx.judge_problems = _load_judge(brief)
