@@ -7,22 +7,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from llm_finetuning.commands._common import fail_unusable, load_checked_brief
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput, render_problems
-from llm_finetuning.gate.result import GateReport
-
-
-def _recommend(report: GateReport) -> tuple[dict[str, Any], str]:
-    """The advice of the memory estimate the gate judged (vLLM share, sleep mode, distribution), or ({}, why
-    not): the estimate is made once, by the gate, and handed down."""
-    if report.memory is None:
-        return {}, (f"memory estimate unavailable ({report.memory_problem or 'not made'}): vLLM memory share 0.3, "
-                    "sleep mode off")
-    return dict(report.memory.recommend or {}), ""
 
 
 @click.command("render")
@@ -52,7 +41,7 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
     from llm_finetuning.render import RenderError, render_run
 
     try:
-        recommend, why_not = _recommend(report)
+        recommend, why_not = report.render_advice()
         result = render_run(loaded, run_dir, gate_fingerprint(loaded), recommend)
     except RenderError as exc:
         click.echo(render_problems(exc.problems, as_json=as_json, extra={"rendered": False},

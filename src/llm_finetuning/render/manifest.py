@@ -2,7 +2,9 @@
 
 `finetune launch` re-reads it and refuses a run whose brief, records or rendered files changed since
 rendering, naming each one as a Problem (id `missing_file`, `edited_file`, `brief_changed` or
-`record_changed`; path the rendered file, `brief` or `records.<key>`). Pure (hashlib and json only).
+`record_changed`; path the rendered file, `brief` or `records.<key>`). The hashes only catch accidents
+(anyone can recompute them): launch also renders the run again and compares (`render.render_differences`).
+Pure (hashlib and json only).
 """
 
 from __future__ import annotations
