@@ -25,7 +25,7 @@ def kinds(problems: list[Any]) -> list[tuple[str, str, str]]:
 
 
 def trusted_file(record: Path) -> Path:
-    return locations.project_trusted_keys_path(locations.project_root(record.parent))
+    return locations.project_trusted_keys_path(signing.record_project(record))
 
 
 def reseal_by_hand(path: Path, edit: Any = None, signature: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -58,6 +58,7 @@ def test_a_sealed_record_is_signed_and_its_project_trusts_the_key(brief: Any) ->
     assert result.problems == []
     assert result.signer is not None and result.signer.who() == f"Ada Reviewer ({block['key_id']})"
     assert trusted_file(path).read_text().splitlines()[-1] == f"ed25519 {block['public_key']} Ada Reviewer"
+    assert trusted_file(path) == brief.folder / ".llm-finetuning" / "trusted-keys"  # in no project: the brief's folder
     key = locations.private_key_path()
     assert key.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
     assert stat.S_IMODE(key.stat().st_mode) == 0o600
@@ -136,7 +137,25 @@ def test_a_record_outside_the_briefs_project_brings_no_trusted_keys(tmp_path: Pa
     elsewhere = tmp_path / "elsewhere"
     text = BRIEF.replace("\nrewards:", f"\nrecords:\n  inspection: {elsewhere}/inspection.json\nrewards:", 1)
     brief = loaded(write_brief_folder(project, text))
-    path = build_inspection(brief)  # signed, and trusted by elsewhere/.llm-finetuning/trusted-keys
-    assert trusted_file(path) == elsewhere / ".llm-finetuning" / "trusted-keys" and trusted_file(path).is_file()
+    path = build_inspection(brief)  # signed, and trusted by the trusted-keys file of elsewhere's project
+    assert trusted_file(path) == tmp_path / ".llm-finetuning" / "trusted-keys" and trusted_file(path).is_file()
     [problem] = verify_inspection(brief, path)
     assert problem.id == "untrusted_key" and "outside the brief's project" in problem.message
+
+
+def test_the_documented_format_verifies_a_signature_without_our_code(brief: Any) -> None:
+    """docs/gate.md states what is signed; checking a sealed record by that text alone, with the cryptography
+    package directly, must succeed."""
+    import base64
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "gate.md").read_text(encoding="utf-8")
+    assert "Ed25519 over the UTF-8 bytes\nof `llm-finetuning/inspection@1 sha256:<seal.sha256>`" in docs
+    record = json.loads(build_inspection(brief).read_text())
+    block = record["seal"]["signature"]
+    body = {k: v for k, v in record.items() if k != "seal"}
+    digest = sha256_bytes(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+    assert digest == record["seal"]["sha256"]
+    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(block["public_key"]))
+    public.verify(base64.b64decode(block["value"]), f"llm-finetuning/inspection@1 sha256:{digest}".encode())

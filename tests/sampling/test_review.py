@@ -86,7 +86,7 @@ def test_review_resumes_after_interruption_then_seals(tmp_path: Path) -> None:
     from llm_finetuning.records.inspection import check_inspection
 
     key_id = sealed["seal"]["signature"]["key_id"]
-    trusted = record.parent / ".llm-finetuning" / "trusted-keys"  # no .git or .claude above: the record's folder
+    trusted = brief_path.parent / ".llm-finetuning" / "trusted-keys"  # in no project: beside the records folder
     told = " ".join(signed.split())
     assert f"signed with key {key_id}" in told and f"Made your signing key {key}" in told
     assert f"Added your public key {key_id} to {trusted} as 'ada'" in told

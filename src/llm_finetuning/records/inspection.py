@@ -453,8 +453,9 @@ def _signature_problems(record: dict[str, Any], path: Path, brief: Brief,
     listed = ", ".join(shown(f) for f in trust.files)
     if block is None:
         if trust.keys:
+            holders = ", ".join(sorted({shown(k.source) for k in trust.keys}))
             return [Problem("unsigned", "seal", f"the seal has no signature (sha256 only, which anyone can recompute), "
-                            f"and {listed} trust reviewer keys, so only a signed review counts", redo)], None
+                            f"and {holders} trust reviewer keys, so only a signed review counts", redo)], None
         return [Problem("unsigned", "seal", "sealed with a sha256 only (by a `finetune review` older than signing): "
                         "anyone can recompute it; this passes until a trusted-keys file lists a key",
                         f"for a signed review, {redo}", WARNING)], None

@@ -130,14 +130,22 @@ class Trust:
         return next((k for k in self.keys if k.public_key == public_key), None)
 
 
+def record_project(record_path: Path) -> Path:
+    """The project a record belongs to: `locations.project_root` of its folder; in no project (no `.claude/` or
+    `.git` above), the folder above the record's folder (the brief's folder in the usual `BRIEF_DIR/records/`),
+    so that a trusted-keys file never lands among the records."""
+    folder = Path(record_path).resolve().parent
+    root = locations.project_root(folder)
+    return root if _has_marker(root) else folder.parent
+
+
 def trust_for(record_path: Path, brief_folder: Path | None = None) -> Trust:
-    """The keys trusted for the record at `record_path`: its project's file (`locations.project_root` of the
-    record's folder), then the user's file.
+    """The keys trusted for the record at `record_path`: its project's file (`record_project`), then the user's.
 
     The project's file counts only when the record lies in the brief's project, or the brief's folder is in no
     project (no `.claude/` or `.git` above it: nothing there is protected): a brief pointed at a record in a
     folder of its own choosing does not bring its own trusted keys along."""
-    project = locations.project_root(Path(record_path).parent)
+    project = record_project(record_path)
     files = [locations.project_trusted_keys_path(project), locations.user_trusted_keys_path()]
     excluded = ""
     if brief_folder is not None:
