@@ -48,3 +48,15 @@ def test_show_trust_and_rotate(tmp_path: Path) -> None:
     assert keys("trust", teammate, "--project", str(project))[1].startswith(f"{signing.key_id(teammate)} already in")
     code, _, err = keys("trust", "not-a-key", "--project", str(project))
     assert code == 2 and "not an Ed25519 public key" in err
+
+
+def test_help_and_the_keys_verb_load_no_cryptography_until_they_sign_or_verify() -> None:
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom click.testing import CliRunner\nfrom llm_finetuning.cli import cli\n"
+             "assert CliRunner().invoke(cli, ['--help']).exit_code == 0\n"
+             "assert CliRunner().invoke(cli, ['keys', '--help']).exit_code == 0\n"
+             "print(sorted(m for m in sys.modules if m.startswith('cryptography')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
