@@ -9,7 +9,7 @@ import py_compile
 import sys
 from pathlib import Path
 
-from llm_finetuning.rewards.registry import load_custom
+from llm_finetuning.rewards import build_reward
 
 HONEST = "def reward(completions, **kwargs):\n    return [0.0 for _ in completions]\n"
 LENIENT = "def reward(completions, **kwargs):\n    return [1.0 for _ in completions]\n"
@@ -35,7 +35,7 @@ def test_bytecode_beside_a_custom_reward_is_never_run(tmp_path: Path) -> None:
         sys.modules.pop("planted_plain", None)
     plant(tmp_path / "brief", "planted_reward")
     try:
-        assert load_custom("planted_reward:reward", tmp_path / "brief")(["x"]) == [0.0]
+        assert build_reward({"fn": "planted_reward:reward"}, tmp_path / "brief")(["p"], ["x"]) == [0.0]
     finally:
         sys.path.remove(str(tmp_path / "brief"))
         sys.modules.pop("planted_reward", None)

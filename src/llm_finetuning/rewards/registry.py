@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.fileio import compiled_from_source
-
 # Rewards whose value is computed by code from the completion and the data: a verifiable signal.
 VERIFIERS = ("exact_match", "json_schema", "unit_tests")
 
@@ -205,8 +203,7 @@ def load_custom(fn: str, search_dir: Path) -> Callable[..., Any]:
     module, _, function = fn.partition(":")
     if str(search_dir) not in sys.path:
         sys.path.insert(0, str(search_dir))
-    with compiled_from_source():  # the source the records bound, not bytecode left beside it
-        mod = importlib.import_module(module)
+    mod = importlib.import_module(module)
     obj: object = getattr(mod, function)
     if not callable(obj):
         raise TypeError(f"{fn} is not callable")
