@@ -80,6 +80,17 @@ def person_completion(row: dict[str, Any]) -> str:
     return json.dumps({"name": row["name"], "age": row["age"]})
 
 
+def seal_synthetic(record: Path, reviewer: str) -> None:
+    """Seal a benchmark's record with a throwaway key (trusted in the record's project only, then gone), never
+    the person's own reviewer key: no person reviewed it, so no person's signature may say so."""
+    import tempfile
+
+    from llm_finetuning.records import inspection
+
+    with tempfile.TemporaryDirectory(prefix="synthetic-key-") as keys:
+        inspection.seal(record, reviewer, inspection.reviewer_key(record, reviewer, Path(keys) / "reviewer.ed25519"))
+
+
 def synthetic_records(brief_path: Path, writer: str, completion: Any = person_completion) -> None:
     """A sealed inspection and a nonzero baseline through the records API, for a random-weight model that has no
     honest baseline, so that the real gate, render and launch run end to end. SYNTHETIC: never for a real run.
@@ -102,7 +113,7 @@ def synthetic_records(brief_path: Path, writer: str, completion: Any = person_co
     for s in record["samples"]:
         inspection.set_verdict(record, s["id"], "agree", "synthetic benchmark record")
     inspection.save_progress(ipath, record)
-    inspection.seal(ipath, f"{writer} (synthetic; not a human review)")
+    seal_synthetic(ipath, f"{writer} (synthetic; not a human review)")
     bpath = brief.resolve(brief.data["records"]["baseline"])
     baseline.write_baseline(bpath, baseline.make_baseline(
         brief, model_identity=identity, prompts={"source": "data/train.jsonl", "count": 16, "indices": list(range(16))},

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from _machine import cpu_model  # bench/ is the script folder, so on sys.path
+from _synthetic import seal_synthetic
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_MEDIAN_S = 0.3
@@ -70,7 +71,7 @@ def prepared_brief(folder: Path) -> Path:
     for s in rec["samples"]:
         inspection.set_verdict(rec, s["id"], "agree")
     inspection.save_progress(record, rec)
-    inspection.seal(record, "bench")
+    seal_synthetic(record, "bench")
     baseline.write_baseline(brief.resolve(brief.data["records"]["baseline"]), baseline.make_baseline(
         brief, model_identity=identity, prompts={"source": "data/eval.jsonl", "count": 64}, k=8, pass_at_1=0.4,
         pass_at_k=0.9, mean_reward={"exact_match": 0.4}, frac_groups_all_tie=0.3, frac_truncated=0.0))

@@ -51,6 +51,7 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from _cli import finetune  # noqa: E402
+from _synthetic import seal_synthetic  # noqa: E402
 from launch_gpu import GpuMemoryPoller  # noqa: E402
 from learning_gpu import read_metrics  # noqa: E402
 
@@ -80,7 +81,7 @@ def write_brief(task: str, work: Path, name: str, steps: int, lr: float, schedul
 
 
 def prepare(work: Path, out: Path, baseline_prompts: int) -> dict[str, Any]:
-    from llm_finetuning.records.inspection import load_inspection, save_progress, seal, set_verdict
+    from llm_finetuning.records.inspection import load_inspection, save_progress, set_verdict
 
     if work.exists():
         shutil.rmtree(work)
@@ -102,7 +103,7 @@ def prepare(work: Path, out: Path, baseline_prompts: int) -> dict[str, Any]:
             for sample in record["samples"]:
                 set_verdict(record, sample["id"], "agree", "benchmark record")
             save_progress(path, record)
-            seal(path, REVIEWER)
+            seal_synthetic(path, REVIEWER)
         baseline = json.loads((work / task / "records/baseline.json").read_text())
         report[task] = {"baseline_seconds": round(time.monotonic() - t0, 1),
                         "baseline": {k: baseline.get(k) for k in ("pass_at_1", "pass_at_k", "k", "prompts")}}

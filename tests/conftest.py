@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from llm_finetuning import locations
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -14,6 +19,35 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The reviewer's signing key of every test (and of the CLIs they start) lives in a folder of this session,
+# never in the real home; the user's trusted-keys file is replaced in this process by one of this session
+# (subprocesses read the real one, which no test writes: see pytest_sessionfinish).
+SESSION_KEYS = Path(tempfile.mkdtemp(prefix="llm-finetuning-test-keys-"))
+os.environ[locations.KEY_DIR_ENV] = str(SESSION_KEYS / "keys")
+SESSION_USER_TRUSTED_KEYS = SESSION_KEYS / "user-trusted-keys"
+
+
+def _real_user_trusted_keys() -> tuple[bool, int, int]:
+    path = locations.user_trusted_keys_path()
+    return (True, path.stat().st_mtime_ns, path.stat().st_size) if path.exists() else (False, 0, 0)
+
+
+REAL_USER_TRUSTED_KEYS = _real_user_trusted_keys()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(SESSION_KEYS, ignore_errors=True)
+    if _real_user_trusted_keys() != REAL_USER_TRUSTED_KEYS:
+        print(f"\nerror: a test changed the user's trusted keys, {locations.user_trusted_keys_path()}")
+        session.exitstatus = 1
+
+
+@pytest.fixture(autouse=True)
+def session_user_trusted_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The user's trusted-keys file as this process sees it: one of this session, absent unless a test writes it."""
+    monkeypatch.setattr(locations, "user_trusted_keys_path", lambda: SESSION_USER_TRUSTED_KEYS)
+    yield SESSION_USER_TRUSTED_KEYS
+    SESSION_USER_TRUSTED_KEYS.unlink(missing_ok=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

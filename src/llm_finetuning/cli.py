@@ -18,6 +18,7 @@ VERBS: dict[str, str] = {
     "baseline": "baseline",
     "inspect": "inspect_cmd",
     "review": "review",
+    "keys": "keys",
     "calibrate-judge": "calibrate_judge",
     "score": "score",
     "render": "render",

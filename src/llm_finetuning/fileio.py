@@ -204,3 +204,24 @@ def read_json_object(path: Path | str, what: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise UnusableInput(f"{what} {path} holds a {type(obj).__name__}, not a JSON object", "", str(path))
     return obj
+
+
+# --- code that was verified ---------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def compiled_from_source() -> Iterator[None]:
+    """Modules imported inside are compiled from their source files, never loaded from a `__pycache__` beside
+    them: whoever can write a folder can leave bytecode there that Python runs instead of the source (an
+    unchecked-hash .pyc is never compared with it), so the code the gate hashed would not be the code that
+    runs. The bytecode goes to a private temporary folder instead (`sys.pycache_prefix`)."""
+    import sys
+    import tempfile
+
+    before = sys.pycache_prefix
+    with tempfile.TemporaryDirectory(prefix="llm-finetuning-pycache-") as private:
+        sys.pycache_prefix = private
+        try:
+            yield
+        finally:
+            sys.pycache_prefix = before
+

@@ -47,6 +47,48 @@ def test_launch_refuses_a_hand_edited_file_naming_it(tmp_path: Path, model: Path
     assert "finetune render" in out.stderr
 
 
+def rehash_manifest(run: Path) -> None:
+    """What a forger does after editing a rendered file: recompute its sha256 in manifest.json."""
+    from llm_finetuning.fileio import sha256_file
+
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["files"] = {name: sha256_file(run / name) for name in manifest["files"]}
+    (run / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def test_launch_rerenders_and_refuses_an_edit_whose_manifest_was_rehashed(tmp_path: Path, model: Path) -> None:
+    """The manifest's hashes are not the authority: launch renders the brief again and compares every file."""
+    brief = make_brief(tmp_path / "b", model)
+    run = tmp_path / "run"
+    assert finetune("render", str(brief), "-o", str(run)).returncode == 0
+    assert json.loads(finetune("launch", str(run), "--plan").stdout)["ok"] is True  # untouched: re-render agrees
+    cfg = run / "grpo_config.yaml"
+    cfg.write_text(cfg.read_text().replace("learning_rate: 5.0e-07", "learning_rate: 1.0e-05"))
+    script = run / "launch.sh"
+    script.write_text(script.read_text() + "echo trained anyway\n")
+    rehash_manifest(run)
+    out = finetune("launch", str(run), "--plan")
+    refused = json.loads(out.stdout)
+    assert out.returncode == 1 and refused["ok"] is False
+    assert [(p["id"], p["path"]) for p in refused["problems"]] == [("rendered_differs", "grpo_config.yaml"),
+                                                                    ("rendered_differs", "launch.sh")]
+    line, text = next((n, t) for n, t in enumerate(cfg.read_text().splitlines(), 1) if t.startswith("learning_rate:"))
+    assert f"line {line} is {text!r}, render writes {text.replace('1.0e-05', '5.0e-07')!r}" in \
+        refused["problems"][0]["message"]
+    assert "where render's file ends" in refused["problems"][1]["message"]
+    out = finetune("launch", str(run))  # the real launch: refused before anything heavy is imported
+    assert out.returncode == 1 and "grpo_config.yaml: differs from what `finetune render` makes" in out.stderr
+    assert not (run / "metrics.jsonl").exists()
+    assert finetune("render", str(brief), "-o", str(run)).returncode == 0
+    manifest = json.loads((run / "manifest.json").read_text())  # the manifest itself is rendered again too
+    manifest["topology"]["train_processes"] = 2
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    refused = json.loads(finetune("launch", str(run), "--plan").stdout)
+    assert [(p["path"], p["message"]) for p in refused["problems"]] == [
+        ("manifest.json", "differs from the manifest `finetune render` writes for the brief and its records now, "
+                          "in topology.")]
+
+
 def test_launch_refuses_when_the_gate_no_longer_passes(tmp_path: Path, model: Path) -> None:
     brief = make_brief(tmp_path / "b", model)
     run = tmp_path / "run"

@@ -23,10 +23,10 @@ def _verify(brief_path: Path, record: Path) -> list:
     return verify_inspection(brief, record, model_identity(brief.section("model"), brief.folder))[1]
 
 
-def _review(record: Path, tmp_path: Path) -> PtyDriver:
+def _review(record: Path, tmp_path: Path, *options: str) -> PtyDriver:
     env = cli_env(USER="ada", GIT_CONFIG_GLOBAL=str(tmp_path / "no-gitconfig"), GIT_CONFIG_NOSYSTEM="1",
                   TERM="xterm")
-    return PtyDriver([*FINETUNE, "review", str(record)], env=env, cwd=str(tmp_path))
+    return PtyDriver([*FINETUNE, "review", str(record), *options], env=env, cwd=str(tmp_path))
 
 
 def test_review_refuses_without_a_terminal(tmp_path: Path) -> None:
@@ -57,7 +57,8 @@ def test_review_resumes_after_interruption_then_seals(tmp_path: Path) -> None:
     assert [saved["verdicts"][s]["verdict"] for s in ("s000", "s001", "s002")] == ["agree", "unsure", "agree"]
     assert saved["verdicts"]["s001"]["note"] == "not sure about the key order"
 
-    second = _review(record, tmp_path)
+    key = tmp_path / "my-keys" / "reviewer.ed25519"
+    second = _review(record, tmp_path, "--key", str(key))
     second.expect(r"Resuming: 3 of 50 samples already have a verdict")
     second.expect(r"Sample 4/50")
     second.expect(r"> ")
@@ -74,13 +75,23 @@ def test_review_resumes_after_interruption_then_seals(tmp_path: Path) -> None:
     second.send("s")
     second.expect(r"recorded as the reviewer \[ada\]")
     second.send("")
-    second.expect(r"No disagreements")
+    signed = second.expect(r"No disagreements")
     assert second.wait() == 0
 
     sealed = json.loads(record.read_text())
     assert sealed["review"]["reviewer"] == "ada"
     assert sealed["review"]["counts"] == {"agree": 49, "disagree": 0, "unsure": 1}
     assert _verify(brief_path, record) == []
+    # signed with the key made at --key on this first review, which the project now trusts, as it was told
+    from llm_finetuning.records.inspection import check_inspection
+
+    key_id = sealed["seal"]["signature"]["key_id"]
+    trusted = brief_path.parent / ".llm-finetuning" / "trusted-keys"  # in no project: beside the records folder
+    told = " ".join(signed.split())
+    assert f"signed with key {key_id}" in told and f"Made your signing key {key}" in told
+    assert f"Added your public key {key_id} to {trusted} as 'ada'" in told
+    assert trusted.read_text().endswith(f"ed25519 {sealed['seal']['signature']['public_key']} ada\n")
+    assert check_inspection(load(brief_path), record).signer.who() == f"ada ({key_id})"
 
 
 def test_disagreement_blocks_the_gate(tmp_path: Path) -> None:

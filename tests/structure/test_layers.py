@@ -98,6 +98,7 @@ LAYERS: dict[str, set[str]] = {
         "diagnose",  # a detached run's status names its last finding
         "evaluation.during",  # held-out evaluation during training
         "rundir",  # the manifest, checkpoints and the files training writes
+        "render",  # launch renders the run again and refuses any file that differs from the run directory's
     },
     "export": {
         "evaluation", "records", "models",

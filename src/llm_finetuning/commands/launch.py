@@ -1,8 +1,9 @@
-"""`finetune launch RUN_DIR [--resume] [--detach] [--plan]`: re-verify the manifest and the gate, then train.
+"""`finetune launch RUN_DIR [--resume] [--detach] [--plan]`: re-verify the manifest and the gate, render the
+brief again in memory and refuse any file that differs, then train.
 
-Exit 0 trained to max_steps (with --detach: started); 1 refused (an edited rendered file, a changed brief
-or record, a failing gate, a run already training in RUN_DIR, a run stopped by a signal after its
-checkpoint); 2 unusable input (no manifest, vLLM missing). Heavy imports happen only after verification,
+Exit 0 trained to max_steps (with --detach: started); 1 refused (an edited rendered file, a file a fresh
+render would not write, a changed brief or record, a failing gate, a run already training in RUN_DIR, a
+run stopped by a signal after its checkpoint); 2 unusable input (no manifest, vLLM missing). Heavy imports happen only after verification,
 inside llm_finetuning.launch.trainer; `--detach` verifies here, then hands the plain launch to a
 supervisor in its own session (llm_finetuning.launch.detach) and returns at once.
 """

@@ -7,22 +7,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from llm_finetuning.commands._common import fail, load_checked_brief
 from llm_finetuning.errors import EXIT_REJECTED, render_problems
-from llm_finetuning.gate.result import GateReport
-
-
-def _recommend(report: GateReport) -> tuple[dict[str, Any], str]:
-    """The advice of the memory estimate the gate judged (vLLM share, sleep mode, distribution), or ({}, why
-    not): the estimate is made once, by the gate, and handed down."""
-    if report.memory is None:
-        return {}, (f"memory estimate unavailable ({report.memory_problem or 'not made'}): vLLM memory share 0.3, "
-                    "sleep mode off")
-    return dict(report.memory.recommend or {}), ""
 
 
 @click.command("render")
@@ -49,7 +38,7 @@ def command(brief: Path, run_dir: Path, as_json: bool) -> None:
     from llm_finetuning.render import RenderError, render_run
 
     try:
-        recommend, why_not = _recommend(report)
+        recommend, why_not = report.render_advice()
         assert report.fingerprint is not None  # a passing report carries it
         result = render_run(loaded, run_dir, report.fingerprint, recommend, report.record_sha256)
     except RenderError as exc:

@@ -12,9 +12,14 @@ Each verdict carries the seconds from the moment its sample was shown to the ver
 a sample before moving away without a verdict (`b`, `n`, `g`), or on an earlier verdict, adds up. The seal
 keeps them with the OS user and the terminal, and the gate warns when the median is too short for a read.
 
+The seal is signed with the reviewer's Ed25519 private key (`--key PATH`, else
+`$LLM_FINETUNING_KEY_DIR/reviewer.ed25519`, else `~/.config/llm-finetuning/keys/reviewer.ed25519`), made on
+first use; a key that no trusted-keys file lists is added to the project's (`.llm-finetuning/trusted-keys`)
+and the person is told (docs/gate.md, "Signing").
+
 It refuses to run unless stdin and stdout are an interactive terminal (exit 2), so that an agent's
-non-interactive shell cannot sign the review for the person. This guards against rubber-stamping; it is
-not a cryptographic proof that a human reviewed. Exit 0 sealed without disagreement, 1 sealed with
+non-interactive shell cannot review for the person. That guards against rubber-stamping; the signature is
+what an agent without the key cannot make, and neither proves that a human read the samples. Exit 0 sealed without disagreement, 1 sealed with
 disagreements (the gate rejects the record and lists them) or review left unfinished, 2 no terminal or
 unusable record.
 """
@@ -27,11 +32,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE
+
+if TYPE_CHECKING:
+    from llm_finetuning.records.inspection import ReviewerKey
 
 KEYS_HELP = ("[a] agree  [d] disagree  [u] unsure  (a note may follow: `d the age is a string`)\n"
              "[b] back  [n] next  [g N] go to sample N  [q] quit and resume later  [?] help")
@@ -60,12 +68,13 @@ def _reference_text(ref: Any) -> str:
 class Review:
     """The state of one review session over a record and its samples."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, key_path: Path | None = None) -> None:
         from rich.console import Console
 
         from llm_finetuning.records.inspection import load_inspection, load_samples
 
         self.path = path
+        self.key_path = key_path
         self.record = load_inspection(path)
         by_id = {s.get("id"): s for s in load_samples(path)}
         self.samples = [by_id.get(s["id"], {"id": s["id"], "prompt": "(missing)", "completion": "(missing)",
@@ -159,8 +168,26 @@ def _summary(review: Review) -> list[tuple[str, str]]:
     return dis
 
 
+def _tell_key(review: Review, key: ReviewerKey, name: str) -> None:
+    """Tell the person what happened to their signing key: made now, trusted now, or not trusted."""
+    from llm_finetuning.locations import private_key_path
+
+    c = review.console
+    if key.created:
+        where = review.key_path or private_key_path()
+        c.print(f"Made your signing key {where} (mode 600): keep it private; `finetune keys` shows its public half.",
+                markup=False)
+    if key.trusted_in is not None:
+        c.print(f"Added your public key {key.key_id} to {key.trusted_in} as {name!r}: commit that file so the "
+                "gate trusts your reviews wherever the project goes.", markup=False)
+    if key.trust_error:
+        c.print(f"Could not add your public key {key.key_id} to the project's trusted keys: {key.trust_error}. The "
+                f"gate rejects this record until that file holds the line: ed25519 {key.public_key} {name}",
+                markup=False)
+
+
 def _finish(review: Review) -> int:
-    from llm_finetuning.records.inspection import RecordError, seal
+    from llm_finetuning.records.inspection import RecordError, reviewer_key, seal
 
     c = review.console
     c.clear()
@@ -185,11 +212,13 @@ def _finish(review: Review) -> int:
             return -1
         name = answer.strip() or default
     try:
-        seal(review.path, name)
+        key = reviewer_key(review.path, name, review.key_path)
+        seal(review.path, name, key)
     except RecordError as exc:
         c.print(f"Cannot seal: {exc.message}. {exc.fix}", markup=False)
         return -1
-    c.print(f"Sealed {review.path} as reviewed by {name}.", markup=False)
+    c.print(f"Sealed {review.path} as reviewed by {name}, signed with key {key.key_id}.", markup=False)
+    _tell_key(review, key, name)
     if dis:
         c.print(f"You disagreed with the reward on {len(dis)} sample(s): {', '.join(s for s, _ in dis)}. "
                 "The gate will reject this record until the reward is fixed and inspected again: "
@@ -200,11 +229,11 @@ def _finish(review: Review) -> int:
     return -2
 
 
-def run_review(path: Path) -> int:
+def run_review(path: Path, key_path: Path | None = None) -> int:
     """The interactive loop; returns the exit code."""
     from llm_finetuning.records.inspection import disagreements, is_sealed
 
-    review = Review(path)
+    review = Review(path, key_path)
     c = review.console
     if is_sealed(review.record):
         who = (review.record.get("review") or {}).get("reviewer", "?")
@@ -263,10 +292,13 @@ def run_review(path: Path) -> int:
 
 @click.command("review")
 @click.argument("record", type=click.Path(dir_okay=False, path_type=Path))
-def command(record: Path) -> None:
-    """Review each scored sample of RECORD at a terminal (agree / disagree / unsure), then seal it."""
+@click.option("--key", "key_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Your Ed25519 private key file (made there on first use). Default: reviewer.ed25519 in "
+              "$LLM_FINETUNING_KEY_DIR, else in ~/.config/llm-finetuning/keys/.")
+def command(record: Path, key_path: Path | None) -> None:
+    """Review each scored sample of RECORD at a terminal (agree / disagree / unsure), then seal and sign it."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         click.echo(NO_TERMINAL.format(record=record), err=True)
         sys.exit(EXIT_UNUSABLE)
-    code = run_review(record)
+    code = run_review(record, key_path)
     sys.exit(code)

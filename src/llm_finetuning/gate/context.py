@@ -42,7 +42,8 @@ class GateContext:
     baseline: dict[str, Any] | None = None
     baseline_problems: list[Problem] = field(default_factory=list)
     inspection: dict[str, Any] | None = None
-    inspection_problems: list[Problem] = field(default_factory=list)
+    inspection_problems: list[Problem] = field(default_factory=list)  # warnings (severity) do not block
+    inspection_signer: str = ""  # who signed the record, as a trusted-keys file names them (`Ada (SHA256:...)`)
     judge_problems: list[str] | None = None  # None: the brief has no judge reward
     deviation: Deviation | None = None
     model_config: dict[str, Any] | None = None  # config.json of a local model
@@ -150,7 +151,7 @@ def load_context(brief: Brief) -> GateContext:
     from llm_finetuning.gate.trl_fields import FieldsUnavailable, grpo_config_fields
     from llm_finetuning.records.baseline import verify_baseline
     from llm_finetuning.records.bindings import current_bindings
-    from llm_finetuning.records.inspection import verify_inspection
+    from llm_finetuning.records.inspection import check_inspection
 
     ctx = GateContext()
     ctx.model_identity = _model_identity(brief)
@@ -158,8 +159,9 @@ def load_context(brief: Brief) -> GateContext:
     records = brief.data["records"]
     ctx.baseline, ctx.baseline_problems = verify_baseline(brief, brief.resolve(records["baseline"]),
                                                           ctx.model_identity, ctx.bindings)
-    ctx.inspection, ctx.inspection_problems = verify_inspection(brief, brief.resolve(records["inspection"]),
-                                                                ctx.model_identity, ctx.bindings)
+    inspected = check_inspection(brief, brief.resolve(records["inspection"]), ctx.model_identity, ctx.bindings)
+    ctx.inspection, ctx.inspection_problems = inspected.record, inspected.problems
+    ctx.inspection_signer = inspected.signer.who() if inspected.signer else ""
     ctx.judge_problems = _load_judge(brief)
     ctx.deviation = _load_deviation(brief)
     ctx.model_config = _load_model_config(brief)

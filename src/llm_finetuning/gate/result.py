@@ -63,6 +63,14 @@ class GateReport:
     def passed(self) -> bool:
         return not self.failures
 
+    def render_advice(self) -> tuple[dict[str, Any], str]:
+        """The memory estimate's advice that render takes (vLLM share, sleep mode, distribution), or ({}, why
+        not): `finetune render` and `finetune launch`'s re-render take it from the same place."""
+        if self.memory is None:
+            return {}, (f"memory estimate unavailable ({self.memory_problem or 'not made'}): vLLM memory share 0.3, "
+                        "sleep mode off")
+        return dict(self.memory.recommend or {}), ""
+
     @property
     def failures(self) -> list[CheckResult]:
         return [c for c in self.checks if c.verdict == FAIL]

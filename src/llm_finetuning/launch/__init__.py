@@ -1,7 +1,8 @@
 """Launch a rendered run: re-verify it, then train with TRL's GRPOTrainer (the only heavy layer).
 
 This module stays light (the checks `finetune launch` runs before anything heavy): the manifest, the
-gate again, and the generation backend being installed. `trainer.py` builds and runs the trainer and
+gate again, the run's files against a fresh render of the brief and records (so an edited file whose
+sha256 was recomputed in manifest.json is still refused), and the generation backend being installed. `trainer.py` builds and runs the trainer and
 imports torch/transformers/trl inside its functions; `worker.py` is what `accelerate launch` runs in
 each process; `detach.py` starts a run in its own session and tells its state (`--detach`, `finetune
 status`, `finetune stop`).
@@ -12,7 +13,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import (
@@ -27,6 +28,9 @@ from llm_finetuning.errors import (
 )
 from llm_finetuning.rundir.manifest import brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
+
+if TYPE_CHECKING:
+    from llm_finetuning.gate.result import GateReport
 
 
 class LaunchRefused(ProblemError):
@@ -72,24 +76,24 @@ def vllm_problem(generation: str) -> Problem | None:
                    "generation), then render again.")
 
 
-def _gate_problems(brief: Brief, manifest: dict[str, Any]) -> list[Problem]:
-    """The gate's failures now (each a Problem with its check's id), or a fingerprint that moved."""
+def _gate_problems(brief: Brief, manifest: dict[str, Any]) -> tuple[list[Problem], GateReport]:
+    """The gate's failures now (each a Problem with its check's id), or a fingerprint that moved; and the report."""
     from llm_finetuning.gate import gate_brief
 
     # verify_manifest found each record's sha256 equal to the manifest's: the gate takes those
     verified = {key: rec.get("sha256") for key, rec in manifest.get("records", {}).items()}
     report = gate_brief(brief, record_sha256=verified)
     if not report.passed:
-        return [p for p in report.problems if p.severity == ERROR]
+        return [p for p in report.problems if p.severity == ERROR], report
     if report.fingerprint != manifest.get("gate_fingerprint"):
         return [Problem("gate_fingerprint", "", "the gate's fingerprint differs from the one in manifest.json (the "
-                        "evidence changed since rendering).", "run `finetune render BRIEF -o RUN_DIR` again")]
-    return []
+                        "evidence changed since rendering).", "run `finetune render BRIEF -o RUN_DIR` again")], report
+    return [], report
 
 
 def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
-    """Manifest, brief, records, gate and (unless `check_backend` is False) vLLM, in that order;
-    LaunchRefused naming everything that no longer holds."""
+    """Manifest, brief, records, gate, the run's files against a fresh render of the brief and records, and
+    (unless `check_backend` is False) vLLM, in that order; LaunchRefused naming everything that no longer holds."""
     from llm_finetuning.gate.fastload import load_brief_for_gate
 
     run_dir = Path(run_dir).resolve()
@@ -108,9 +112,15 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
         raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
     if brief is None:
         raise LaunchRefused(sort_problems(errors), EXIT_UNUSABLE, why=f"its brief {bpath} is no longer valid")
-    gate = _gate_problems(brief, manifest)
+    gate, report = _gate_problems(brief, manifest)
     if gate:
         raise LaunchRefused(gate, why="the gate rejects its brief now")
+    from llm_finetuning.render import render_differences
+
+    differs = render_differences(brief, run_dir, str(report.fingerprint), report.render_advice()[0],
+                                 report.record_sha256)
+    if differs:
+        raise LaunchRefused(differs, why="its files are not what `finetune render` makes of its brief and records now")
     vllm = vllm_problem(str(brief.data["hardware"]["generation"]))
     if vllm and check_backend:
         raise LaunchRefused([vllm], EXIT_UNUSABLE)

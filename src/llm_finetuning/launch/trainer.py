@@ -26,7 +26,7 @@ from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, Problem, UnusableInput
-from llm_finetuning.fileio import atomic_write_text, replace_folder
+from llm_finetuning.fileio import atomic_write_text, compiled_from_source, replace_folder
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.rundir import COMPLETIONS, END_EVENT, EVAL_JSONL, FINAL_MODEL, METRICS
 from llm_finetuning.rundir.checkpoints import (
@@ -369,9 +369,10 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
     if cached is not None and Path(getattr(cached, "__file__", "")).resolve() != run_dir / "rewards_entry.py":
         del sys.modules["rewards_entry"]  # another run's rewards, imported earlier in this process
     reward_funcs = []
-    for ref in script_args.reward_funcs or []:
-        module, _, attr = ref.rpartition(".")
-        reward_funcs.append(getattr(importlib.import_module(module), attr))
+    with compiled_from_source():  # rewards_entry.py as verified against a fresh render, not a .pyc beside it
+        for ref in script_args.reward_funcs or []:
+            module, _, attr = ref.rpartition(".")
+            reward_funcs.append(getattr(importlib.import_module(module), attr))
 
     tokenizer = _load_tokenizer(resolved)
     dataset = get_dataset(dataset_args)[script_args.dataset_train_split]

@@ -13,6 +13,6 @@ the part of the record concerned (`reward_code`, `rewards_spec`, `model`, `sampl
 from __future__ import annotations
 
 # kinds of record problem (a Problem's id), in the order a person should deal with them
-KINDS = ("missing", "malformed", "tampered", "stale", "unsealed", "incomplete", "size", "disagreement")
+KINDS = ("missing", "malformed", "tampered", "untrusted_key", "unsigned", "stale", "unsealed", "incomplete", "size", "disagreement")
 
 __all__ = ["KINDS"]

@@ -11,16 +11,23 @@ Life cycle (a library API; `finetune inspect` and `finetune review` are thin she
 2. `set_verdict(record, sample_id, verdict, note, seconds)` + `save_progress(path, record)` record each
    verdict (`agree` | `disagree` | `unsure`) as the person goes, with the seconds they spent on the sample
    (None: unknown; a second verdict on the same sample adds its seconds to the first).
-3. `seal(path, reviewer)` needs a verdict on every sample; it adds the reviewer, the time, the OS user
-   (from the uid), the terminal on stdin, the median and total seconds a sample, and a sha256 over
-   everything in the record (bindings, per-sample hashes, verdicts with notes and seconds, the review).
+3. `seal(path, reviewer, key=None)` needs a verdict on every sample; it adds the reviewer, the time, the OS
+   user (from the uid), the terminal on stdin, the median and total seconds a sample, a sha256 over
+   everything in the record (bindings, per-sample hashes, verdicts with notes and seconds, the review),
+   and the reviewer's Ed25519 signature over that sha256 (`reviewer_key`: created on first use, and added
+   to the project's trusted keys when no trusted-keys file lists it; records/signing.py).
    A record with disagreements can be sealed: the seal says what the person saw, and the gate then
    rejects it listing the disputed samples (fix the reward, then inspect again).
-4. `verify_inspection(brief, path, model_identity)` returns the record with every `Problem`: missing or malformed,
-   tampered (the record or the samples edited after sealing, naming the part or the sample), stale (reward
-   specs, reward code, model: naming exactly what changed), unsealed, incomplete, wrong size, disagreement.
+4. `verify_inspection(brief, path, model_identity)` returns the record with every `Problem`: missing or
+   malformed, tampered (the record or the samples edited after sealing, naming the part or the sample, or a
+   signature that does not verify), untrusted_key (signed by a key no trusted-keys file lists), unsigned (a
+   seal with no signature: a warning while no trusted-keys file lists a key, an error once one does), stale
+   (reward specs, reward code, model: naming exactly what changed), unsealed, incomplete, wrong size,
+   disagreement. `check_inspection` also names the trusted key that signed.
 
-The seal guards against accidents and rubber-stamping, not against a forger: anyone can recompute a sha256.
+The format is documented in docs/gate.md ("The records the gate trusts", "Signing"). The sha256 alone
+guards against accidents, not a forger (anyone can recompute it); the signature is what a forger without
+the reviewer's private key cannot make.
 Records sealed before timings existed (verdicts without `seconds`, a review block without the timing
 fields) keep the same format and stay valid; `review_timing` then reports no timed sample.
 """
@@ -30,12 +37,13 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from llm_finetuning import locations
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import Problem, UnusableInput
+from llm_finetuning.errors import WARNING, Problem, UnusableInput
 from llm_finetuning.fileio import (
     atomic_write_bytes,
     atomic_write_json,
@@ -46,9 +54,12 @@ from llm_finetuning.fileio import (
     shown,
     utc_now,
 )
-from llm_finetuning.records import KINDS
+from llm_finetuning.records import KINDS, signing
 from llm_finetuning.records.bindings import current_bindings, stale_problems
 from llm_finetuning.reward_registry import reward_names
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 FORMAT = "llm-finetuning/inspection@1"
 FORMAT_PREFIX = "llm-finetuning/inspection@"
@@ -306,9 +317,45 @@ def disagreements(record: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def seal(path: Path, reviewer: str) -> dict[str, Any]:
-    """Seal a fully reviewed record: reviewer, time, OS user, terminal, seconds a sample, and a sha256
-    over all of it. Returns the record."""
+@dataclass(frozen=True)
+class ReviewerKey:
+    """The key a review is signed with: whether it was made now, and the trusted-keys file it was added to
+    now (None: a trusted-keys file listed it already), or why it could not be added."""
+
+    key: Ed25519PrivateKey
+    public_key: str
+    created: bool
+    trusted_in: Path | None = None
+    trust_error: str = ""
+
+    @property
+    def key_id(self) -> str:
+        return signing.key_id(self.public_key)
+
+
+def reviewer_key(record_path: Path, reviewer: str, key_path: Path | None = None) -> ReviewerKey:
+    """The reviewer's private key (`key_path`, default `locations.private_key_path()`; made on first use), trusted
+    for the record at `record_path`: when neither its project's nor the user's trusted keys list it, it is added
+    to the project's file with the reviewer's name. RecordError when the key cannot be read or made."""
+    try:
+        key, created = signing.private_key(key_path)
+    except signing.KeyProblem as exc:
+        raise RecordError(exc.message, exc.fix) from None
+    public = signing.public_key_of(key)
+    trust = signing.trust_for(Path(record_path))
+    if trust.find(public) is not None:
+        return ReviewerKey(key, public, created)
+    target = locations.project_trusted_keys_path(trust.project)
+    try:
+        signing.add_trusted_key(target, public, reviewer)
+    except OSError as exc:
+        return ReviewerKey(key, public, created, None, f"{target} cannot be written ({exc.strerror or exc})")
+    return ReviewerKey(key, public, created, target)
+
+
+def seal(path: Path, reviewer: str, key: ReviewerKey | None = None) -> dict[str, Any]:
+    """Seal a fully reviewed record: reviewer, time, OS user, terminal, seconds a sample, a sha256 over all of
+    it, and the signature of `key` (default: `reviewer_key(path, reviewer)`). Returns the record."""
     path = Path(path)
     record = load_inspection(path)
     if is_sealed(record):
@@ -326,12 +373,15 @@ def seal(path: Path, reviewer: str) -> dict[str, Any]:
     if now != record["bindings"].get("samples_sha256"):
         raise RecordError(f"{samples_path(path)} changed since `finetune inspect` wrote it",
                           "run `finetune inspect BRIEF` again")
+    key = key or reviewer_key(path, reviewer.strip())
     counts = {v: sum(1 for x in record["verdicts"].values() if x.get("verdict") == v) for v in VERDICTS}
     timing = review_timing(record)
     record["review"] = {"reviewer": reviewer.strip(), "sealed_at": utc_now(), "counts": counts,
                         "os_user": os_user(), "tty": stdin_terminal(), "timed_samples": timing.timed,
                         "median_seconds": timing.median_seconds, "total_seconds": timing.total_seconds}
-    record["seal"] = {"algorithm": "sha256", "parts": _parts(record), "sha256": _seal_digest(record)}
+    digest = _seal_digest(record)
+    record["seal"] = {"algorithm": "sha256", "parts": _parts(record), "sha256": digest,
+                      "signature": signing.sign(key.key, FORMAT, digest)}
     atomic_write_json(path, record)
     return record
 
@@ -394,24 +444,69 @@ def _samples_problems(path: Path, record: dict[str, Any], redo: str) -> list[Pro
     return [Problem("tampered", "samples", f"{spath.name} differs from the samples that were scored: {what}", fix)]
 
 
-def verify_inspection(brief: Brief, path: Path, model_identity: str | None = None,
-                      bindings: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, list[Problem]]:
-    """(the record at `path`, every reason the gate cannot trust it for `brief`): no problem means trusted; the
-    record is None when it is missing or malformed. `bindings`: the brief's `current_bindings`, when the caller
-    has them already (a verb computes them once for all its records)."""
+def _signature_problems(record: dict[str, Any], path: Path, brief: Brief,
+                        redo: str) -> tuple[list[Problem], signing.TrustedKey | None]:
+    """A sealed record whose sha256 holds: its signature must verify and its key be trusted; a record sealed
+    before signing passes with a warning until a trusted-keys file lists a key."""
+    block = record["seal"].get("signature")
+    trust = signing.trust_for(path, brief.folder)
+    listed = ", ".join(shown(f) for f in trust.files)
+    if block is None:
+        if trust.keys:
+            holders = ", ".join(sorted({shown(k.source) for k in trust.keys}))
+            return [Problem("unsigned", "seal", f"the seal has no signature (sha256 only, which anyone can recompute), "
+                            f"and {holders} trust reviewer keys, so only a signed review counts", redo)], None
+        return [Problem("unsigned", "seal", "sealed with a sha256 only (by a `finetune review` older than signing): "
+                        "anyone can recompute it; this passes until a trusted-keys file lists a key",
+                        f"for a signed review, {redo}", WARNING)], None
+    fault = signing.signature_fault(block, FORMAT, str(record["seal"].get("sha256")))
+    if fault:
+        return [Problem("tampered", "seal", fault, f"{redo}; never edit a sealed record")], None
+    found = trust.find(str(block["public_key"]))
+    if found is not None:
+        return [], found
+    unread = "".join(f"; lines {', '.join(map(str, n))} of {shown(f)} are not keys" for f, n in trust.bad_lines.items())
+    why = f" ({trust.excluded})" if trust.excluded else ""
+    target = shown(locations.project_trusted_keys_path(trust.project))
+    return [Problem("untrusted_key", "seal", f"signed by key {block['key_id']}, which no trusted-keys file lists "
+                    f"(read: {listed}{unread}){why}",
+                    f"if that is your reviewer's key, add it in your own terminal: `finetune keys trust "
+                    f"{block['public_key']} --project {shown(trust.project)}` (the line `ed25519 "
+                    f"{block['public_key']} NAME` in {target}); otherwise {redo}")], None
+
+
+@dataclass(frozen=True)
+class InspectionCheck:
+    """What verifying a record found: every problem, and the trusted key that signed it (None: unsigned or
+    not trusted)."""
+
+    record: dict[str, Any] | None = None  # None when missing or malformed
+    problems: list[Problem] = field(default_factory=list)
+    signer: signing.TrustedKey | None = None
+
+
+def check_inspection(brief: Brief, path: Path, model_identity: str | None = None,
+                     bindings: dict[str, Any] | None = None) -> InspectionCheck:
+    """The record at `path`, every reason the gate cannot trust it for `brief`, and who signed it. `bindings`:
+    the brief's `current_bindings`, when the caller has them already (a verb computes them once)."""
     path = Path(path)
     if not path.exists():
-        return None, [Problem("missing", "record", f"no inspection record at {shown(path)}",
-                              f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`")]
+        return InspectionCheck(None, [Problem("missing", "record", f"no inspection record at {shown(path)}",
+                                        f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`")])
     try:
         record = load_inspection(path)
     except UnusableInput as exc:
-        return None, [Problem("malformed", "record", exc.message,
-                              exc.fix or f"run `finetune inspect {shown(brief.path)}` again")]
+        return InspectionCheck(None, [Problem("malformed", "record", exc.message,
+                                        exc.fix or f"run `finetune inspect {shown(brief.path)}` again")])
     problems: list[Problem] = []
+    signer = None
     redo = f"run `finetune inspect {shown(brief.path)}` then `finetune review {shown(path)}`"
     if is_sealed(record):
-        problems += _tamper_problems(record, redo)
+        tampered = _tamper_problems(record, redo)
+        problems += tampered
+        if not tampered:
+            found, signer = _signature_problems(record, path, brief, redo)
+            problems += found
     problems += _samples_problems(path, record, redo)
     current = bindings if bindings is not None else current_bindings(brief, model_identity)
     problems += stale_problems(record["bindings"], current, redo, check_identity=model_identity is not None)
@@ -432,4 +527,12 @@ def verify_inspection(brief: Brief, path: Path, model_identity: str | None = Non
         problems.append(Problem("disagreement", "verdicts",
                                 f"the reviewer disagreed with the reward on {len(dis)} sample(s): {listed}",
                                 f"fix the reward function first, then {redo}"))
-    return record, sorted(problems, key=lambda p: KINDS.index(p.id))
+    return InspectionCheck(record, sorted(problems, key=lambda p: KINDS.index(p.id)), signer)
+
+
+def verify_inspection(brief: Brief, path: Path, model_identity: str | None = None,
+                      bindings: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """(the record at `path`, every reason the gate cannot trust it for `brief`): no problem (or only a
+    `warning` one) means trusted; the record is None when it is missing or malformed."""
+    checked = check_inspection(brief, path, model_identity, bindings)
+    return checked.record, checked.problems

@@ -18,7 +18,8 @@ import yaml
 
 from llm_finetuning import __version__
 from llm_finetuning.brief import Brief
-from llm_finetuning.fileio import atomic_write_text, sha256_file
+from llm_finetuning.errors import Problem, UnusableInput
+from llm_finetuning.fileio import atomic_write_text, sha256_bytes, sha256_file
 from llm_finetuning.render.manifest import build_manifest
 from llm_finetuning.render.plan import (
     MAIN_PROCESS_PORT,
@@ -28,12 +29,14 @@ from llm_finetuning.render.plan import (
     RunPlan,
     build_plan,
 )
-from llm_finetuning.rundir.manifest import read_manifest, write_manifest
+from llm_finetuning.rundir import MANIFEST
+from llm_finetuning.rundir.manifest import load_manifest, read_manifest, write_manifest
 
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["RenderError", "RenderResult", "RunPlan", "build_plan", "render_files", "render_run", "to_yaml"]
+__all__ = ["RenderError", "RenderResult", "RunPlan", "build_plan", "render_differences", "render_files", "render_run",
+           "to_yaml"]
 
 SERVER_WAIT_S = 900
 
@@ -142,3 +145,63 @@ def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str, recommend: di
     manifest = build_manifest(brief, run_dir, plan, hashes, gate_fingerprint, record_sha256 or {})
     write_manifest(run_dir, manifest)
     return RenderResult(run_dir, plan, hashes, manifest)
+
+
+def _first_difference(have: str, want: str) -> str:
+    """`line 12 is `...`, render writes `...`` for the first line where two texts part."""
+    ours, theirs = have.splitlines(), want.splitlines()
+    for n, (a, b) in enumerate(zip(ours, theirs, strict=False), 1):
+        if a != b:
+            return f"line {n} is {_cut(a)}, render writes {_cut(b)}"
+    n = min(len(ours), len(theirs)) + 1
+    if len(ours) > len(theirs):
+        return f"line {n} is {_cut(ours[n - 1])}, where render's file ends"
+    if len(ours) < len(theirs):
+        return f"it ends before line {n}, where render writes {_cut(theirs[n - 1])}"
+    return "their line endings or final newline differ"
+
+
+def _cut(line: str, width: int = 100) -> str:
+    line = line.strip()
+    return repr(line[:width] + ("..." if len(line) > width else ""))
+
+
+def render_differences(brief: Brief, run_dir: Path, gate_fingerprint: str,
+                       recommend: dict[str, Any] | None = None,
+                       record_sha256: dict[str, str | None] | None = None) -> list[Problem]:
+    """Render `brief` again in memory, exactly as `finetune render` would into `run_dir`, and name every file
+    of the run directory (manifest.json included) that differs: a Problem `rendered_differs` per file, with
+    the first line (or manifest key) that differs. Rendering is deterministic, so an untouched run has none."""
+    run_dir = Path(run_dir)
+    rerender = "run `finetune render BRIEF -o RUN_DIR` again; rendered files are never edited by hand"
+    try:
+        plan = build_plan(brief, run_dir, recommend)
+        texts = render_files(plan)
+    except RenderError as exc:
+        return exc.problems
+    problems = []
+    for name, text in sorted(texts.items()):
+        try:
+            have = (run_dir / name).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(Problem("rendered_differs", name, f"cannot be read as the rendered text ({exc}).", rerender))
+            continue
+        if have != text:
+            problems.append(Problem("rendered_differs", name, "differs from what `finetune render` makes of the brief "
+                                    f"and its records now: {_first_difference(have, text)}.", rerender))
+    hashes = {name: sha256_bytes(text.encode("utf-8")) for name, text in sorted(texts.items())}
+    want = build_manifest(brief, run_dir, plan, hashes, gate_fingerprint, record_sha256 or {})
+    try:
+        have_manifest = load_manifest(run_dir)
+    except UnusableInput as exc:
+        return [*problems, Problem("rendered_differs", MANIFEST, exc.message, rerender)]
+    keys = sorted(k for k in set(want) | set(have_manifest) if want.get(k) != have_manifest.get(k))
+    files = have_manifest.get("files")
+    have_files: dict[str, Any] = files if isinstance(files, dict) else {}
+    if "files" in keys and set(have_files) == set(hashes) and {
+            n for n in hashes if have_files[n] != hashes[n]} <= {p.path for p in problems}:
+        keys.remove("files")  # only the hashes of files named above differ
+    if keys:
+        problems.append(Problem("rendered_differs", MANIFEST, "differs from the manifest `finetune render` writes for "
+                                f"the brief and its records now, in {', '.join(keys)}.", rerender))
+    return problems

@@ -1,7 +1,10 @@
 """The manifest a render writes: the run directory bound to its brief, records, gate verdict and rendered files.
 
 Built here from the brief and the plan; read, written and verified by `rundir.manifest` (`finetune launch`
-refuses a run whose brief, records or rendered files changed since rendering). Pure (hashlib and json only).
+refuses a run whose brief, records or rendered files changed since rendering, naming each one as a Problem:
+id `missing_file`, `edited_file`, `brief_changed` or `record_changed`). The hashes only catch accidents
+(anyone can recompute them): launch also renders the run again and compares (`render.render_differences`).
+Pure (hashlib and json only).
 """
 
 from __future__ import annotations

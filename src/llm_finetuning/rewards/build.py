@@ -16,6 +16,7 @@ from typing import Any
 
 from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief import Brief
+from llm_finetuning.fileio import compiled_from_source
 from llm_finetuning.rewards.explain import call_explained
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,12 @@ class CustomReward:
         self.fn = fn
         self.search_dir = Path(search_dir)
         self.args = dict(args)
-        self._func: Callable[..., Any] | None = registry.load_custom(fn, self.search_dir)
+        self._func: Callable[..., Any] | None = self._load()
+
+    def _load(self) -> Callable[..., Any]:
+        """The user's function, from the source file the records bound, never bytecode left beside it."""
+        with compiled_from_source():
+            return registry.load_custom(self.fn, self.search_dir)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -50,7 +56,7 @@ class CustomReward:
 
     def _call_args(self, columns: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
         if self._func is None:
-            self._func = registry.load_custom(self.fn, self.search_dir)
+            self._func = self._load()
         clash = sorted(set(self.args) & set(columns))
         if clash:
             raise ValueError(f"{self.__name__}: args {clash} have the same names as data columns; rename them")

@@ -1,7 +1,8 @@
 """The reward was inspected by a person: a sealed record of 50-100 scored samples, every one with a
 verdict, no disagreement, and still bound to the current reward specs, reward code, model and samples.
 
-Warnings (the gate still passes): many unsure verdicts; a median under `MIN_MEDIAN_SECONDS` a sample,
+The pass names who signed the seal (the trusted key's comment and id). Warnings (the gate still passes): a
+record sealed before signing, while no trusted-keys file lists a key; many unsure verdicts; a median under `MIN_MEDIAN_SECONDS` a sample,
 too quick for a careful read; and, softer, a record with no timings at all (sealed by a `finetune review`
 older than the timings, so how long each sample was read is unknown).
 """
@@ -9,6 +10,7 @@ older than the timings, so how long each sample was read is unknown).
 from __future__ import annotations
 
 from llm_finetuning.brief import Brief
+from llm_finetuning.errors import ERROR
 from llm_finetuning.fileio import shown
 from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
@@ -35,8 +37,9 @@ def _timing_results(brief: Brief, timing: ReviewTiming) -> list[CheckResult]:
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    if ctx.inspection_problems:
-        return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix) for p in ctx.inspection_problems]
+    errors = [p for p in ctx.inspection_problems if p.severity == ERROR]
+    if errors:
+        return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix) for p in errors]
     rec = ctx.inspection
     assert rec is not None  # load_context loads the record whenever it has no problem
     review = rec["review"]
@@ -45,8 +48,11 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     unsure = int(counts.get("unsure") or 0)
     timing = review_timing(rec)
     median = f", median {timing.median_seconds:.1f} s a sample" if timing.median_seconds is not None else ""
+    signed = f"; signed by {ctx.inspection_signer}" if ctx.inspection_signer else ""
     results = [CheckResult(ID, PASS, PATH, f"{n} samples reviewed by {review['reviewer']} ({review['sealed_at']}"
-                           f"{median}): no disagreement{f', {unsure} unsure' if unsure else ''}; sealed and current")]
+                           f"{median}): no disagreement{f', {unsure} unsure' if unsure else ''}; sealed and current"
+                           f"{signed}")]
+    results += [CheckResult(ID, WARN, PATH, f"{p.id}: {p.message}", p.fix) for p in ctx.inspection_problems]
     if unsure >= UNSURE_WARN * n:
         results.append(CheckResult(ID, WARN, PATH, f"the reviewer was unsure on {unsure} of {n} samples: the "
                                    "reward's behaviour there is unconfirmed",
