@@ -43,6 +43,7 @@ parsing. Code run as the user outside Claude Code is not seen at all.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -198,23 +199,21 @@ def guard_file(path: Path) -> str | None:
     the guard runs through (`sh`, `python3`) in a folder on its PATH, a Claude Code settings file."""
     for folder in (PLUGIN_ROOT / "hooks", PLUGIN_ROOT / ".claude-plugin"):
         if path == folder or folder in path.parents:
-            return f"{path} is part of the llm-finetuning guard ({folder})"
-    if (path.parent.name == ".claude" and path.name.startswith("settings") and path.suffix == ".json") or \
-            path == Path.home() / ".claude.json":
-        return f"{path} holds Claude Code settings, which can switch hooks and plugins off"
-    if re.fullmatch(r"python[0-9.]*|sh|env", path.name) and str(path.parent) in _path_dirs():
-        return f"{path} is a program the guard runs through (it is on the guard's PATH)"
+            return f"{path} is part of the llm-finetuning guard ({folder}){GUARD_REASON}"
+    if path.parent.name == ".claude" and path.name.startswith("settings") and path.suffix == ".json":
+        return f"{path} holds Claude Code settings, which can switch hooks and plugins off{GUARD_REASON}"
+    if re.fullmatch(r"python[0-9.]*|sh|env", path.name) and str(path.parent) in path_dirs():
+        return f"{path} is a program the guard runs through (it is on the guard's PATH){GUARD_REASON}"
     return None
 
 
-_PATH_DIRS: set[str] = set()
+GUARD_REASON = ", and the guard depends on it"  # ends every reason guard_file gives
 
 
-def _path_dirs() -> set[str]:
-    if not _PATH_DIRS:
-        _PATH_DIRS.update(os.path.realpath(d) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
-        _PATH_DIRS.add("")
-    return _PATH_DIRS
+@functools.cache
+def path_dirs() -> frozenset[str]:
+    """The folders on the guard's own PATH, resolved."""
+    return frozenset(os.path.realpath(d) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
 
 
 def protected(path: Path) -> str | None:
@@ -671,9 +670,9 @@ def hidden_words(text: str) -> set[str]:
 # --- the rules ----------------------------------------------------------------------------------------------
 
 
-def check_code(code: str, where: str) -> None:
-    """Text that will run: no `finetune review`, no records API, no trainer of its own (also when spelled in
-    pieces or encoded)."""
+def check_code(code: str, where: str, trainer: bool = True) -> None:
+    """Text that will run: no `finetune review`, no records API, no trainer of its own (`trainer`: code, not a
+    command's arguments such as a commit message), also when spelled in pieces or encoded."""
     view = revealed(code)
     if REVIEW.search(view):
         raise Denied(f"{where} runs `finetune review`. Only the person signs an inspection: they run `finetune review` "
@@ -682,21 +681,29 @@ def check_code(code: str, where: str) -> None:
     if RECORDS_API.search(view):
         raise Denied(f"{where} imports the llm_finetuning records API, which can write and re-seal records. "
                      f"{WHY_RECORDS}. Fix: use the `finetune` verbs; {ASK_PERSON}")
-    if TRAINER_CODE.search(view):
+    if trainer and TRAINER_CODE.search(view):
         raise deny_training(where)
     if DYNAMIC_IMPORT.search(code) and re.search(r"llm_finetuning|trl|records", view):
         raise Denied(f"{where} imports a module whose name it computes, beside llm_finetuning or trl names: "
                      f"{WHY_UNJUDGED}. Fix: {FIX_UNJUDGED}")
 
 
+MOVES = re.compile(r"rmtree|rename|replace|move|remove|unlink|rmdir|copytree|extractall|rm\s+-|unpack_archive")
+
+
 def code_mentions_protected(code: str, here: Path, budget: Budget) -> str | None:
-    """A protected path named in interpreter code (quoted strings and path-like words)."""
+    """A protected path named in interpreter code (quoted strings and path-like words); for code that deletes or
+    moves, also a folder that holds one."""
+    moves = MOVES.search(code) is not None
     for word in set(re.findall(r"""["']([^"'\n]{1,400})["']|([\w./~-]*(?:records|hooks)[\w./-]*)""", code)):
         text = word[0] or word[1]
         if not text or "\0" in text:
             continue
         path = resolve(here, text)
-        reason = protected(path) or protected_inside(path, budget)
+        try:
+            reason = protected(path) or (protected_inside(path, budget) if moves else None)
+        except TooLarge:
+            reason = f"{path}, a folder the code may delete or move, is too large to search for records in time"
         if reason:
             return reason
     return None
@@ -732,8 +739,7 @@ class Call:
     def write(self, reason: str | None) -> None:
         if reason is None:
             return
-        if reason.startswith(tuple(str(d) for d in (PLUGIN_ROOT,))) or " is part of the llm-finetuning guard" in reason \
-                or "Claude Code settings" in reason or "the guard runs through" in reason:
+        if reason.endswith(GUARD_REASON):
             self.writes.append((reason, WHY_GUARD, FIX_GUARD))
         else:
             self.writes.append((reason, WHY_RECORDS, f"read records with `cat` or `jq` only; {ASK_PERSON}"))
@@ -771,7 +777,7 @@ def check_bash(command: str, here: Path, call: Call | None = None, depth: int = 
             raise Denied("the command cannot be parsed (unbalanced quotes or brackets), so what it does to records or "
                          "launches cannot be checked. Fix: write it as plain commands with balanced quotes")
         return []
-    read_protected = False
+    readers: list[tuple[str, list[Word], Path]] = []  # what they list matters only to an `xargs` that writes
     xargs_writer = ""
     for n, seg in enumerate(segs):
         for target in seg.written:
@@ -790,7 +796,7 @@ def check_bash(command: str, here: Path, call: Call | None = None, depth: int = 
             continue
         reader = is_reader(prog, words)
         if not reader:
-            check_code(" ".join(words), "The command")
+            check_code(" ".join(words), "The command", trainer=False)
             dynamic = next((w for w in args if w.dynamic), None)
             if dynamic is not None:
                 call.cannot_judge(f"`{prog}` with an argument the shell computes (`{dynamic}`, {dynamic.dynamic[0]})",
@@ -833,12 +839,12 @@ def check_bash(command: str, here: Path, call: Call | None = None, depth: int = 
             code = " ".join(args) + "\n" + "\n".join(body for body, _ in seg.heredocs)
             call.write(code_mentions_protected(code, here, call.budget))
         elif reader:
-            read_protected = read_protected or mentioned_protected(call, prog, words, here) is not None
+            readers.append((prog, words, here))
         else:
             if fed_by_xargs:
                 xargs_writer = prog
             call.write(mentioned_protected(call, prog, words, here))
-    if xargs_writer and read_protected:
+    if xargs_writer and any(names_protected(call, *reader) for reader in readers):
         call.write("it lists a records folder or record and hands the names to `xargs` with a program that writes")
     elif xargs_writer:
         call.cannot_judge(f"`xargs` handing names it reads at run time to `{xargs_writer}`", here, writes=True)
@@ -954,12 +960,14 @@ def judge_interpreter(call: Call, prog: str, words: list[Word], seg: Segment, be
                 call.cannot_judge(f"the script {script}, nested this deep", here, writes=True)
             else:
                 check_code(text, f"The script {script}")
-                call.launches += check_bash(text, script.parent if False else here, call, depth + 1)
+                call.launches += check_bash(text, here, call, depth + 1)
         else:
             judge_program_code(call, text, f"The script {script}", here)
         return
+    if "-m" in words:
+        return  # a module (judged as training or a launch): what it reads on stdin is data, not code
     operands = [w for w in words[1:] if not w.startswith("-")]
-    if operands and "-m" not in words:
+    if operands:
         if prog in AWKS:  # the program text, then the files it reads
             judge_program_code(call, operands[0], "The awk program", here)
         return  # otherwise a script that does not exist (yet): nothing runs
@@ -994,7 +1002,15 @@ def judge_program_code(call: Call, code: str, where: str, here: Path) -> None:
                      f"cannot tell what it writes or runs: {WHY_UNJUDGED}. Fix: {FIX_UNJUDGED}")
 
 
-def mentioned_protected(call: Call, prog: str, words: list[Word], here: Path) -> str | None:
+def names_protected(call: Call, prog: str, words: list[Word], here: Path) -> bool:
+    """Whether a reader's arguments name something protected (a glob too large to list counts as yes)."""
+    try:
+        return mentioned_protected(call, prog, words, here, listing=True) is not None
+    except TooLarge:
+        return True
+
+
+def mentioned_protected(call: Call, prog: str, words: list[Word], here: Path, listing: bool = False) -> str | None:
     """The first protected path the command's arguments name as something it may write, move or delete."""
     args = [w for w in words[1:] if w != "--"]
     if prog in COPIERS:
@@ -1008,6 +1024,8 @@ def mentioned_protected(call: Call, prog: str, words: list[Word], here: Path) ->
             try:
                 paths = expand_glob(here, value, call.budget)
             except TooLarge:
+                if listing:
+                    raise
                 call.cannot_judge(f"`{prog} {value}`: the glob names more entries than it can list in time", here,
                                   writes=True)
                 continue
@@ -1244,7 +1262,7 @@ def check_file_tool(tool: str, tool_input: dict[str, Any], here: Path) -> None:
     texts += [e.get("new_string") for e in tool_input.get("edits") or [] if isinstance(e, dict)]
     new = "\n".join(t for t in texts if isinstance(t, str))
     reason = protected(path)
-    settings = reason is not None and "Claude Code settings" in reason
+    settings = reason is not None and "Claude Code settings" in reason and guard_file(path) == reason
     if reason and not settings:
         why, fix = (WHY_GUARD, FIX_GUARD) if guard_file(path) else (WHY_RECORDS, ASK_PERSON)
         raise Denied(f"{tool} is not allowed here: {reason}. {why}. Fix: {fix}")

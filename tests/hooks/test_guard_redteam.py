@@ -313,7 +313,9 @@ ORDINARY = [
     "python -c 'print(1)'", "python3 -c \"import trl; print(trl.__version__)\"", "claude plugin list",
     "claude plugin disable other-plugin@elsewhere", "echo done && sleep 1",
     "grep -rn 'finetune review' README.md", "find . -name '*.pyc' -newer brief.yaml",
-    "awk '{print $1}' records/inspection.samples.jsonl",
+    "awk '{print $1}' records/inspection.samples.jsonl", "head -c 300 records/baseline.json | python3 -m json.tool",
+    "git commit -m \"Train with TRL's GRPOTrainer through finetune launch\"", "echo \"$(date)\" >> notes.txt",
+    "python3 -c \"import os; print(os.listdir('/'))\"", "cat > notes.md <<EOF\nhello $USER\nEOF",
 ]
 
 
