@@ -225,7 +225,13 @@ def protected(path: Path) -> str | None:
             return f"{path} is in {folder}, the records folder of the brief beside it"
     if is_record_file(path):
         return f"{path} is an llm-finetuning record"
+    if path.name in RENDERED and regular_file(path.parent / "manifest.json"):
+        return f"{path} is a rendered file of the run directory {path.parent}{RUN_REASON}"
     return guard_file(path)
+
+
+RENDERED = {"manifest.json", *RUN_FILES, "rewards_entry.py"}  # what manifest.json binds in a run directory
+RUN_REASON = ", bound by sha256 to the gate's verdict"  # ends the reason protected gives for them
 
 
 class TooLarge(Exception):
@@ -741,6 +747,9 @@ class Call:
             return
         if reason.endswith(GUARD_REASON):
             self.writes.append((reason, WHY_GUARD, FIX_GUARD))
+        elif reason.endswith(RUN_REASON):
+            self.writes.append((reason, "A run directory is written only by `finetune render`, after a passing gate",
+                                f"change the brief and {FIX_LAUNCH}"))
         else:
             self.writes.append((reason, WHY_RECORDS, f"read records with `cat` or `jq` only; {ASK_PERSON}"))
 
@@ -840,7 +849,7 @@ def check_bash(command: str, here: Path, call: Call | None = None, depth: int = 
             call.write(code_mentions_protected(code, here, call.budget))
         elif reader:
             readers.append((prog, words, here))
-        else:
+        elif prog not in SHELLS | LAUNCHERS | RUNNERS:  # a runner's code and run files were judged above
             if fed_by_xargs:
                 xargs_writer = prog
             call.write(mentioned_protected(call, prog, words, here))
@@ -850,7 +859,8 @@ def check_bash(command: str, here: Path, call: Call | None = None, depth: int = 
         call.cannot_judge(f"`xargs` handing names it reads at run time to `{xargs_writer}`", here, writes=True)
     if depth == 0 and call.writes:
         reason, why, fix = call.writes[0]
-        raise Denied(f"the command would write, move or delete {'a record' if why == WHY_RECORDS else 'the guard'}: "
+        what = "a record" if why == WHY_RECORDS else "the guard" if why == WHY_GUARD else "a rendered run"
+        raise Denied(f"the command would write, move or delete {what}: "
                      f"{reason}. {why}. Fix: {fix}")
     return call.launches
 
@@ -1263,15 +1273,17 @@ def check_file_tool(tool: str, tool_input: dict[str, Any], here: Path) -> None:
     new = "\n".join(t for t in texts if isinstance(t, str))
     reason = protected(path)
     settings = reason is not None and "Claude Code settings" in reason and guard_file(path) == reason
+    if path.name == "manifest.json" and (path.parent / "grpo_config.yaml").exists():
+        raise Denied(f"{tool} on {path} is not allowed: it binds a rendered run to the gate's verdict. "
+                     f"Fix: change the brief and {FIX_LAUNCH}")
+    if reason and reason.endswith(RUN_REASON):
+        raise Denied(f"{tool} is not allowed here: {reason}. Fix: change the brief and {FIX_LAUNCH}")
     if reason and not settings:
         why, fix = (WHY_GUARD, FIX_GUARD) if guard_file(path) else (WHY_RECORDS, ASK_PERSON)
         raise Denied(f"{tool} is not allowed here: {reason}. {why}. Fix: {fix}")
     if settings and DISABLE_GUARD.search(new):
         raise Denied(f"{tool} on {path} would switch the guard off (`disableAllHooks` or the plugin disabled). "
                      f"{WHY_GUARD}. Fix: {FIX_GUARD}")
-    if path.name == "manifest.json" and (path.parent / "grpo_config.yaml").exists():
-        raise Denied(f"{tool} on {path} is not allowed: it binds a rendered run to the gate's verdict. "
-                     f"Fix: change the brief and {FIX_LAUNCH}")
     if path.suffix in (".json", ".jsonl") and RECORD_MARKER.search(new):
         raise Denied(f"{tool} would write llm-finetuning record JSON by hand to {path}. {WHY_RECORDS}. Fix: {ASK_PERSON}")
     view = revealed(new)

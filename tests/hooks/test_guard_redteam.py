@@ -81,6 +81,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                          "'ords.inspection')\nm.seal('records/inspection.json', 'me')\n")
     (elsewhere / "train.py").write_text("from trl import GRPOConfig, GRPOTrainer\n"
                                         "GRPOTrainer(model='m', reward_funcs=[], args=GRPOConfig()).train()\n")
+    (brief / "runs" / "r1").mkdir(parents=True)  # a rendered run: its files are bound by manifest.json
+    for name in ("manifest.json", "grpo_config.yaml", "launch.sh", "rewards_entry.py"):
+        (brief / "runs" / "r1" / name).write_text("{}\n")
     (brief / "Makefile").write_text("train:\n\ttrl grpo --config grpo.yaml\nforge:\n\tpython3 ../elsewhere/w.py\n"
                                     "test:\n\tpytest -q\n")
     (brief / "make_data.py").write_text("import json, os\nout = os.path.join('data', 'extra.jsonl')\n"
@@ -225,6 +228,16 @@ def test_training_outside_finetune_launch_is_denied(command: str, guard: ModuleT
     assert "trains a model outside `finetune launch`" in reason and "no run manifest" in reason, reason
     assert "finetune gate BRIEF" in reason and "finetune render BRIEF -o RUN_DIR" in reason
     assert "finetune launch RUN_DIR --detach" in reason
+
+
+@pytest.mark.parametrize("command", [  # edit the run, then re-hash manifest.json: the edits themselves
+    "sed -i 's/learning_rate: 1.0e-06/learning_rate: 1.0e-04/' runs/r1/grpo_config.yaml",
+    "python3 -c \"import json; m = json.load(open('runs/r1/manifest.json')); json.dump(m, open('runs/r1/manifest.json', 'w'))\"",
+    "cp ../elsewhere/forged.json runs/r1/manifest.json", "echo 'pass' >> runs/r1/rewards_entry.py",
+])
+def test_editing_a_rendered_run_is_denied(command: str, guard: ModuleType, project: Path) -> None:
+    reason = judge(guard, project, command)
+    assert reason is not None and "a rendered file of the run directory" in reason and "finetune render" in reason
 
 
 @pytest.mark.parametrize("name", ["train.py", "scripts/grpo_run.py", "notebook.ipynb", "Makefile"])
