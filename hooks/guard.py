@@ -17,8 +17,9 @@ why and what to do instead (docs/claude-code.md, "The guard", lists every rule w
   built from pieces), run through Bash or written to a file together with the functions that write records.
 - **training outside `finetune launch`**: `trl grpo`, `accelerate launch`/`torchrun`/`deepspeed`/`python`
   of `trl.scripts.grpo`, `llm_finetuning.launch.trainer` or a script that uses `GRPOTrainer`, `make` whose
-  Makefile runs one of these, writing such a script; and a launch of a run directory that `finetune
-  render` did not produce after a passing gate, or whose files, brief, records or verdict changed since.
+  Makefile runs one of these, writing such a script; a launch of a run directory that `finetune render`
+  did not produce after a passing gate, or whose files, brief, records or verdict changed since; writing
+  a run directory's rendered files.
 - **switching the guard off**: writing the plugin's own `hooks/` or `.claude-plugin/` files, a `python3`
   or `sh` in a folder on the guard's PATH, `.claude/settings*.json` by shell or with `disableAllHooks` or
   the plugin disabled, `claude plugin disable/uninstall`.
