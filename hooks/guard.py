@@ -28,7 +28,8 @@ why and what to do instead (docs/claude-code.md, "The guard", lists every rule w
   run directory lie: a variable, command substitution, backticks, brace expansion or an unlistable glob in
   a command name, a path written or a program's arguments; `eval`, `bash -c` with such text; text piped
   into a shell or interpreter from a program it cannot read (`base64 -d | bash`); here-documents with
-  expansions into interpreters; `xargs` feeding a program that writes; an unparseable command.
+  expansions into interpreters; code that writes files it names from its environment, arguments or input;
+  `xargs` feeding a program that writes; an unparseable command.
 
 Answer: `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
 "permissionDecisionReason": "..."}}`; no output lets the call through to the normal permission flow.
@@ -1011,6 +1012,17 @@ def judge_program_code(call: Call, code: str, where: str, here: Path) -> None:
     if hidden:
         raise Denied(f"{where} builds a protected name (`{sorted(hidden)[0]}`) from pieces or an encoding, so the guard "
                      f"cannot tell what it writes or runs: {WHY_UNJUDGED}. Fix: {FIX_UNJUDGED}")
+    if CODE_WRITES.search(code) and CODE_INPUTS.search(code):
+        call.cannot_judge(f"{where[0].lower()}{where[1:]}, which writes files it names from its environment, "
+                          "arguments or input", here, writes=False)
+
+
+# Interpreter code that writes or moves files, and code that takes names from outside its own text.
+CODE_WRITES = re.compile(r"""open\s*\([^)]*['"][wax+]|write_(?:text|bytes)|writeFileSync|appendFile|\brename|\breplace\(|"""
+                         r"""\bunlink|\bremove\(|rmtree|copyfile|shutil\.(?:copy|move)|open\s*\(\s*\w+\s*,\s*['"]?[>+]|"""
+                         r"""print\s*\{?[^}\n]*>|\bsystem\s*\(""")
+CODE_INPUTS = re.compile(r"os\.environ|getenv|process\.env|\$ENV\b|\bENV\[|ENVIRON|sys\.argv|@ARGV|\bARGV\b|"
+                         r"process\.argv|\binput\s*\(|sys\.stdin|<STDIN>|argparse|click")
 
 
 def names_protected(call: Call, prog: str, words: list[Word], here: Path) -> bool:

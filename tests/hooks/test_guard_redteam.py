@@ -77,6 +77,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                             "@@ -1 +1 @@\n-{}\n+{\"forged\": true}\n")
     (elsewhere / "list.txt").write_text("records/inspection.json\n")
     (elsewhere / "w.py").write_text("p = 'rec' + 'ords/inspection.json'\nopen(p, 'w').write('{}')\n")
+    (elsewhere / "envw.py").write_text("import os\nopen(os.environ['F'], 'w').write('{}')\n")
     (elsewhere / "reseal.py").write_text("import importlib\nm = importlib.import_module('llm_finetuning.rec' + "
                                          "'ords.inspection')\nm.seal('records/inspection.json', 'me')\n")
     (elsewhere / "train.py").write_text("from trl import GRPOConfig, GRPOTrainer\n"
@@ -151,6 +152,8 @@ INTERPRETERS = [  # "other interpreters"
     "make forge",
     f"nohup python3 {E}/w.py > /dev/null 2>&1 &",
     "python3 - <<EOF\nopen('$R/inspection.json', 'w')\nEOF",
+    f"F=records/inspection.json python3 {E}/envw.py",
+    f"export F=records/inspection.json; python3 {E}/envw.py",
 ]
 REVIEW_SIGNING = [  # "signing the review"
     "yes a | python3 -c \"import pty; pty.spawn(['fine' + 'tune', 'review', 'records/inspection.json'])\"",
