@@ -94,6 +94,7 @@ RUN_FILES = ("launch.sh", "sbatch.sh", "grpo_config.yaml", "accelerate.yaml")
 RUNNERS = {"bash", "sh", "zsh", "source", ".", "sbatch", "srun", "trl", "accelerate", "torchrun", "deepspeed",
            "python", "python3"}
 SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+STDIN_SHELLS = {"at", "batch"}  # run the shell commands they read on stdin, later
 INTERPRETERS = {"python", "python3", "perl", "ruby", "node", "php", "awk", "gawk", "mawk", "jshell", "lua", "Rscript",
                 "deno", "bun", "tclsh", "osascript"}
 AWKS = {"awk", "gawk", "mawk", "nawk"}
@@ -819,8 +820,14 @@ def check_bash(command: str, here: Path, call: Call | None = None, depth: int = 
             else:
                 call.launches += check_bash(" ".join(args), here, call, depth + 1)
             continue
-        if prog in SHELLS or prog in INTERPRETERS or prog in ("source", "."):
+        if prog in SHELLS | INTERPRETERS | STDIN_SHELLS or prog in ("source", "."):
             judge_interpreter(call, prog, words, seg, segs[n - 1] if seg.piped and n else None, here, depth)
+        remote = remote_command(prog, words, seg.words)
+        if remote is not None:
+            if depth >= 3:
+                call.cannot_judge(f"`{prog}` nested this deep", here, writes=True)
+            else:
+                call.launches += check_bash(remote, here, call, depth + 1)
         if prog == "python" and args[:2] in (["-m", "llm_finetuning.cli"], ["-m", "llm_finetuning"]):
             prog, args = "finetune", args[2:]
         if prog == "finetune":
@@ -893,6 +900,22 @@ def is_reader(prog: str, words: Sequence[str]) -> bool:
     return prog in READERS
 
 
+def remote_command(prog: str, words: list[Word], unwrapped: list[Word]) -> str | None:
+    """The command line `ssh HOST CMD...` or `env -S STRING` runs, if any (`unwrapped`: the words before
+    wrappers such as env were stripped)."""
+    at = next((i for i, w in enumerate(unwrapped[:-1]) if w in ("-S", "--split-string") and
+               any(os.path.basename(v) == "env" for v in unwrapped[:i])), None)
+    if at is not None:
+        return " ".join(unwrapped[at + 1:])
+    if prog == "ssh":
+        rest = [str(w) for w in words[1:]]
+        i = 0
+        while i < len(rest) and rest[i].startswith("-"):
+            i += 2 if re.fullmatch(r"-[bcDEeFIiJLlmOopQRSWw]", rest[i]) else 1
+        return " ".join(rest[i + 1:]) or None
+    return None
+
+
 def shell_command_string(words: list[Word]) -> Word | None:
     """The string of `bash -c STRING` (also `-lc`, `-ec`, `-xc`...)."""
     for i, word in enumerate(words[1:], 1):
@@ -950,7 +973,7 @@ def stdin_code(seg: Segment, before: Segment | None, here: Path) -> tuple[str, s
 def judge_interpreter(call: Call, prog: str, words: list[Word], seg: Segment, before: Segment | None, here: Path,
                       depth: int) -> None:
     """The code a shell or interpreter runs: a `-c`/`-e` string, a script file, a here-document or piped text."""
-    shell = prog in SHELLS or prog in ("source", ".")
+    shell = prog in SHELLS | STDIN_SHELLS or prog in ("source", ".")
     string = shell_command_string(words) if prog in SHELLS else None
     if string is not None:
         if depth >= 3:
@@ -979,10 +1002,12 @@ def judge_interpreter(call: Call, prog: str, words: list[Word], seg: Segment, be
     if "-m" in words:
         return  # a module (judged as training or a launch): what it reads on stdin is data, not code
     operands = [w for w in words[1:] if not w.startswith("-")]
-    if operands:
-        if prog in AWKS:  # the program text, then the files it reads
-            judge_program_code(call, operands[0], "The awk program", here)
-        return  # otherwise a script that does not exist (yet): nothing runs
+    if operands and prog in AWKS:  # the program text, then the files it reads
+        judge_program_code(call, operands[0], "The awk program", here)
+        return
+    if operands and prog not in STDIN_SHELLS:  # a script that does not exist yet: the call may write it first
+        call.cannot_judge(f"`{prog} {operands[0]}`, a script that does not exist yet", here, writes=True)
+        return
     try:
         fed = stdin_code(seg, before, here)
     except LookupError as exc:

@@ -139,6 +139,10 @@ SHELL_WRITES = [  # "writing a record from the shell"
     f"unzip -o {E}/forged.zip",
     f"git apply {E}/forged.patch",
     f"patch -p1 < {E}/forged.patch",
+    f"echo 'echo x > records/inspection.json' > {E}/new.sh; bash {E}/new.sh",
+    "at now <<< 'echo x > records/inspection.json'",
+    "ssh localhost 'echo x > records/inspection.json'",
+    "env -S 'sh -c \"echo x > records/inspection.json\"'",
 ]
 INTERPRETERS = [  # "other interpreters"
     "python3 -c \"open('rec' + 'ords/inspection.json', 'w').write('x')\"",
