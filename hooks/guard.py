@@ -807,6 +807,8 @@ def check_bash(command: str, here: Path, call: Call | None = None, depth: int = 
             here = change_dir(call, here, args)
             continue
         reader = is_reader(prog, words)
+        if fed_by_xargs and not reader and prog in WRITERS | SHELLS | INTERPRETERS:
+            xargs_writer = prog  # it writes, or runs code, with names read at run time
         if not reader:
             check_code(" ".join(words), "The command", trainer=False)
             dynamic = next((w for w in args if w.dynamic), None)
@@ -859,8 +861,6 @@ def check_bash(command: str, here: Path, call: Call | None = None, depth: int = 
         elif reader:
             readers.append((prog, words, here))
         elif prog not in SHELLS | LAUNCHERS | RUNNERS:  # a runner's code and run files were judged above
-            if fed_by_xargs:
-                xargs_writer = prog
             call.write(mentioned_protected(call, prog, words, here))
     if xargs_writer and any(names_protected(call, *reader) for reader in readers):
         call.write("it lists a records folder or record and hands the names to `xargs` with a program that writes")

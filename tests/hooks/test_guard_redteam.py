@@ -120,6 +120,7 @@ SHELL_WRITES = [  # "writing a record from the shell"
     f"tee rec{{ords,x}}/inspection.json < {E}/forged.json",
     "echo records/inspection.json | xargs truncate -s 0",
     f"cat {E}/list.txt | xargs truncate -s 0",
+    "echo records/inspection.json | xargs -I{} sh -c 'echo x > {}'",
     f"find . -name inspection.json -exec cp {E}/forged.json {{}} \\;",
     "echo x > $'\\x72'ecords/inspection.json",
     "echo x > `echo records`/inspection.json",
@@ -333,7 +334,7 @@ ORDINARY = [
     "python -c 'print(1)'", "python3 -c \"import trl; print(trl.__version__)\"", "claude plugin list",
     "claude plugin disable other-plugin@elsewhere", "echo done && sleep 1",
     "grep -rn 'finetune review' README.md", "find . -name '*.pyc' -newer brief.yaml",
-    "awk '{print $1}' records/inspection.samples.jsonl", "head -c 300 records/baseline.json | python3 -m json.tool",
+    "awk '{print $1}' records/inspection.samples.jsonl", "git ls-files '*.py' | xargs ruff check", "head -c 300 records/baseline.json | python3 -m json.tool",
     "git commit -m \"Train with TRL's GRPOTrainer through finetune launch\"", "echo \"$(date)\" >> notes.txt",
     "python3 -c \"import os; print(os.listdir('/'))\"", "cat > notes.md <<EOF\nhello $USER\nEOF",
 ]
