@@ -101,7 +101,7 @@ def test_edited_rendered_file_is_denied_also_when_run_directly(rendered: Path) -
     cfg = rendered / "runs" / "r1" / "grpo_config.yaml"
     cfg.write_text(cfg.read_text() + "\nlearning_rate: 1.0e-4\n")
     for command in ("finetune launch runs/r1", "bash runs/r1/launch.sh",
-                    "trl grpo --config runs/r1/grpo_config.yaml"):
+                    "accelerate launch --config_file runs/r1/accelerate.yaml -m llm_finetuning.launch.worker runs/r1"):
         assert "grpo_config.yaml was edited or removed after rendering" in denied(hook(command, rendered))
 
 

@@ -40,7 +40,10 @@ def render_human(result: dict[str, Any]) -> list[str]:
     name = "final model" if result["checkpoint"] == "final" else f"checkpoint {result['checkpoint']}"
     lo, hi = result["ci95"]
     decoding = "greedy" if s.get("greedy") else f"temperature {s['temperature']:g}"
-    return [
+    from llm_finetuning.evaluation.targets import NO_RUN_MANIFEST
+
+    unbound = [f"  {NO_RUN_MANIFEST}"] if result.get("run_manifest", "") is None else []
+    return unbound + [
         f"{name} ({result['prompts']} {result['split']}-split prompts x {k} samples, {decoding}, "
         f"max {s['max_completion_length']} tokens; base side: {result['baseline']['base_source']})",
         f"  {'':<10}{'base':>8}{'trained':>10}",
@@ -63,9 +66,13 @@ def render_human(result: dict[str, Any]) -> list[str]:
 @decoding_options("the baseline record's temperature, on both sides (the base side from `finetune baseline "
                   "BRIEF --temperature T` or `--greedy` when recorded, else sampled again)")
 @backend_options
+@click.option("--brief", "brief_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="RUN_DIR is a model folder trained outside `finetune launch` (no run manifest): score it against "
+                   "this brief's baseline; the result says no gate verdict stands behind it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object on stdout.")
 def command(run_dir: Path, which: str, n_prompts: int | None, k: int | None, temperature: float | None,
-            greedy: bool, endpoint: str | None, endpoint_model: str | None, backend: str, as_json: bool) -> None:
+            greedy: bool, endpoint: str | None, endpoint_model: str | None, backend: str, brief_path: Path | None,
+            as_json: bool) -> None:
     """Held-out pass@1/pass@k of the trained model against the baseline record, with a paired 95% interval.
 
     Both sides are sampled with the baseline's settings, or at --temperature T / --greedy (an evaluation
@@ -74,7 +81,8 @@ def command(run_dir: Path, which: str, n_prompts: int | None, k: int | None, tem
     from llm_finetuning.evaluation.run import EVAL_JSON, EVAL_JSONL, contract, evaluate
 
     try:
-        results = evaluate(run_dir, which, n_prompts, k, backend, endpoint, endpoint_model, temperature, greedy)
+        results = evaluate(run_dir, which, n_prompts, k, backend, endpoint, endpoint_model, temperature, greedy,
+                           brief_path)
     except UnusableInput as exc:
         fail(exc, as_json)
     last = results[-1]

@@ -25,14 +25,21 @@ from llm_finetuning.errors import UnusableInput
 @click.option("--dtype", type=click.Choice(["bfloat16", "float16", "float32"]), default=None,
               help="Weights' dtype (default: the brief's model.dtype).")
 @click.option("--force", is_flag=True, help="Replace DIR when it is not empty.")
-def command(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool, dtype: str | None, force: bool) -> None:
+@click.option("--brief", "brief_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="RUN_DIR is a model folder trained outside `finetune launch` (no run manifest): describe it with "
+                   "this brief; the card says no gate verdict stands behind it.")
+def command(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool, dtype: str | None, force: bool,
+            brief_path: Path | None) -> None:
     """Write RUN_DIR's model (or a checkpoint) as a Hugging Face folder with a generated model card."""
+    from llm_finetuning.evaluation.targets import NO_RUN_MANIFEST
     from llm_finetuning.export.folder import export_model
 
     try:
-        done = export_model(run_dir, dest, checkpoint, merge, dtype, force)
+        done = export_model(run_dir, dest, checkpoint, merge, dtype, force, brief_path)
     except UnusableInput as exc:
         fail(exc)
+    if not done.run_manifest:
+        click.echo(f"warning: {NO_RUN_MANIFEST}", err=True)
     what = ("LoRA adapter merged into " if done.merged else "LoRA adapter for " if done.target.adapter
             else "full weights of a fine-tune of ") + done.base_model
     click.echo(f"Exported {done.target.label} ({what}, {done.dtype}) to {done.folder}")

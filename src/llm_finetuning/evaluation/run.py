@@ -22,11 +22,22 @@ from typing import TYPE_CHECKING, Any
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.paired import paired_difference, pass_figures
-from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_folder, select_targets
+from llm_finetuning.evaluation.targets import (
+    FIX_NO_RUN_MANIFEST,
+    NO_RUN_MANIFEST,
+    Target,
+    folder_sha256,
+    has_run_manifest,
+    is_model_folder,
+    model_folder_target,
+    sampling_folder,
+    select_targets,
+)
 from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, utc_now
 from llm_finetuning.records.baseline import Decoding
 from llm_finetuning.rundir import EVAL_JSON, EVAL_JSONL
-from llm_finetuning.rundir.manifest import brief_path, load_manifest
+from llm_finetuning.rundir.manifest import brief_path as manifest_brief_path
+from llm_finetuning.rundir.manifest import load_manifest
 from llm_finetuning.sampling.backend import SamplingSettings
 
 if TYPE_CHECKING:
@@ -63,15 +74,42 @@ class Sampled:
 
 def load_run_brief(run_dir: Path) -> Brief:
     """The brief a rendered run was made from (through its manifest)."""
+    path = manifest_brief_path(run_dir, load_manifest(run_dir))
+    assert path is not None  # load_manifest refuses a manifest that names no brief
+    return _valid_brief(path)
+
+
+def _valid_brief(path: Path) -> Brief:
     from llm_finetuning.brief import load_brief
 
-    path = brief_path(run_dir, load_manifest(run_dir))
-    assert path is not None  # load_manifest refuses a manifest that names no brief
     brief, errors = load_brief(path)
     if brief is None:
         raise UnusableInput(f"{shown(path)} is no longer a valid brief: {errors[0].line() if errors else '?'}",
                             f"run `finetune check {shown(path)}` and fix what it names", str(path))
     return brief
+
+
+def brief_and_manifest(folder: Path, brief_path: Path | None) -> tuple[Brief, bool]:
+    """The brief to evaluate or export `folder` with, and whether `folder` is a run directory with a run manifest.
+
+    A run directory's brief comes from its manifest. A model folder without one (trained outside `finetune
+    launch`) is refused, unless `brief_path` names the brief to score it against: then the caller says
+    NO_RUN_MANIFEST wherever it reports."""
+    folder = Path(folder)
+    if has_run_manifest(folder):
+        if brief_path is not None:
+            raise UnusableInput(f"--brief: {shown(folder)} is a run directory; its manifest names its brief",
+                                f"drop --brief and name {shown(folder)} alone", "--brief")
+        return load_run_brief(folder), True
+    run = next((p for p in (folder.parent, folder.parent.parent) if has_run_manifest(p)), None)
+    if run is not None:
+        raise UnusableInput(f"{shown(folder)} is a model inside the run directory {shown(run)}",
+                            f"name the run directory {shown(run)} (and --checkpoint STEP for a checkpoint)", str(folder))
+    if not is_model_folder(folder):
+        return load_run_brief(folder), True  # neither a run nor a model: load_manifest says what is missing
+    if brief_path is None:
+        raise UnusableInput(f"{NO_RUN_MANIFEST} (the folder has no manifest.json)", FIX_NO_RUN_MANIFEST, str(folder))
+    return _valid_brief(brief_path), False
 
 
 def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, dict[str, Any], list[str]]:
@@ -214,19 +252,23 @@ def compare(plan: EvalPlan, base: list[int], trained: list[int]) -> dict[str, An
 def evaluate(run_dir: Path, which: str = "final", n_prompts: int | None = None, k: int | None = None,
              backend: str = "auto", endpoint: str | None = None,
              endpoint_model: str | None = None, temperature: float | None = None,
-             greedy: bool = False) -> list[dict[str, Any]]:
+             greedy: bool = False, brief_path: Path | None = None) -> list[dict[str, Any]]:
     """Score the chosen checkpoints of `run_dir` against the baseline; write eval.json (and eval.jsonl for
     several). Returns one result per checkpoint, oldest first, each a superset of the --json contract.
-    `temperature` / `greedy`: evaluate both sides at that setting instead of the baseline record's."""
+    `temperature` / `greedy`: evaluate both sides at that setting instead of the baseline record's.
+    `brief_path`: `run_dir` is a model folder without a run manifest, scored against this brief's baseline."""
     from llm_finetuning.records.baseline import requested_decoding
+    from llm_finetuning.rundir import MANIFEST
 
     run_dir = Path(run_dir).resolve()
-    brief = load_run_brief(run_dir)
-    targets = select_targets(run_dir, which)
+    brief, manifest = brief_and_manifest(run_dir, brief_path)
+    targets = select_targets(run_dir, which) if manifest else [model_folder_target(run_dir, which)]
     plan = plan_eval(brief, n_prompts, k, requested_decoding(brief, temperature, greedy))
     if endpoint and len(targets) > 1:
         raise UnusableInput("--endpoint serves one model; --checkpoint all would score it as every checkpoint",
                             "serve one checkpoint and name it with --checkpoint STEP or final", "--endpoint")
+    if not manifest:
+        plan.notes.insert(0, NO_RUN_MANIFEST)
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr, flush=True)
     base_seconds = 0.0
@@ -243,6 +285,7 @@ def evaluate(run_dir: Path, which: str = "final", n_prompts: int | None = None, 
     for target in targets:
         results.append(_evaluate_target(run_dir, brief, plan, target, backend, endpoint, endpoint_model))
         results[-1]["seconds_base"] = round(base_seconds, 1)
+        results[-1]["run_manifest"] = str(run_dir / MANIFEST) if manifest else None
     _write_results(run_dir, which, results)
     return results
 
@@ -291,5 +334,9 @@ CONTRACT_KEYS = ("checkpoint", "prompts", "k", "base", "trained", "delta_pass_at
 
 
 def contract(result: dict[str, Any]) -> dict[str, Any]:
-    """The keys docs/workflow.md promises for `finetune eval --json`, and the decoding (temperature 0: greedy)."""
-    return {key: result[key] for key in CONTRACT_KEYS}
+    """The keys docs/workflow.md promises for `finetune eval --json` and the decoding (temperature 0: greedy); for a
+    model folder without a run manifest, also `run_manifest: null` and `no_run_manifest` saying what that means."""
+    out = {key: result[key] for key in CONTRACT_KEYS}
+    if "run_manifest" in result and result["run_manifest"] is None:
+        out.update(run_manifest=None, no_run_manifest=NO_RUN_MANIFEST)
+    return out

@@ -17,7 +17,7 @@ from pathlib import Path
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import folder_swap
-from llm_finetuning.rundir import CHECKPOINTS, FINAL_MODEL, end_step
+from llm_finetuning.rundir import CHECKPOINTS, FINAL_MODEL, MANIFEST, end_step
 from llm_finetuning.rundir.checkpoints import complete_checkpoints
 
 MERGED_CACHE = ".eval-models"
@@ -37,6 +37,35 @@ class Target:
     @property
     def adapter(self) -> bool:
         return (self.folder / "adapter_config.json").is_file()
+
+
+NO_RUN_MANIFEST = ("no run manifest: this model was not trained through `finetune launch`, so no gate verdict "
+                   "stands behind it")
+FIX_NO_RUN_MANIFEST = ("train it through the gate: `finetune gate BRIEF`, `finetune render BRIEF -o RUN_DIR`, "
+                       "`finetune launch RUN_DIR --detach`, then name RUN_DIR; or pass --brief BRIEF to score this "
+                       "model against that brief's baseline anyway (the result says it has no run manifest)")
+
+
+def has_run_manifest(folder: Path) -> bool:
+    """`folder` is a run directory `finetune render` wrote after a passing gate (it has manifest.json)."""
+    return (Path(folder) / MANIFEST).is_file()
+
+
+def is_model_folder(folder: Path) -> bool:
+    """A saved model or LoRA adapter (transformers' config.json, or PEFT's adapter_config.json)."""
+    return any((Path(folder) / name).is_file() for name in ("config.json", "adapter_config.json"))
+
+
+def model_folder_target(folder: Path, which: str | None) -> Target:
+    """A model folder without a run manifest as the one model to evaluate or export (it has no checkpoints)."""
+    folder = Path(folder)
+    if which not in (None, "final"):
+        raise UnusableInput(f"--checkpoint {which}: {folder} is a model folder, not a run directory with checkpoints",
+                            "drop --checkpoint", "--checkpoint")
+    if not is_model_folder(folder):
+        raise UnusableInput(f"{folder} holds no model (no config.json or adapter_config.json)",
+                            "name the folder a model was saved to", str(folder))
+    return Target("final", None, folder)
 
 
 def saved_checkpoints(run_dir: Path) -> list[Target]:

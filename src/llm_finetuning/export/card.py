@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from llm_finetuning.evaluation.targets import NO_RUN_MANIFEST
 from llm_finetuning.export.evidence import Evidence
 
 
@@ -65,6 +66,9 @@ def _training_section(ev: Evidence) -> list[str]:
 
 def _records_section(ev: Evidence) -> list[str]:
     out = ["## Evidence before training", ""]
+    if not ev.run_manifest:
+        out.append(f"- **{NO_RUN_MANIFEST[0].upper()}{NO_RUN_MANIFEST[1:]}.** The evidence below belongs to the "
+                   "brief it was described with, not to this model's training.")
     b = ev.baseline
     if b is None:
         out.append("- Baseline: no readable baseline record.")
@@ -85,7 +89,9 @@ def _records_section(ev: Evidence) -> list[str]:
                    "unsure), sealed. `finetune review` requires an interactive terminal: a guard against "
                    "rubber-stamping, not a cryptographic proof that a person read them.")
     verdict = {True: "passed", False: "rejected", None: "could not run"}[ev.gate_passed]
-    out.append(f"- Phase 1 gate, re-run at export: {verdict}" + ("; its warnings and failures:" if ev.gate_lines else "."))
+    on = "" if ev.run_manifest else " on the brief (it did not gate this model's training)"
+    out.append(f"- Phase 1 gate, re-run at export{on}: {verdict}"
+               + ("; its warnings and failures:" if ev.gate_lines else "."))
     out += [f"  - {' '.join(line.split())}" for line in ev.gate_lines]
     return out + [""]
 
@@ -132,8 +138,11 @@ def render_card(ev: Evidence, upload_hint: str) -> str:
     lines = front_matter(ev) + [
         f"# {ev.brief.name}", "",
         f"{task.get('summary', '')}", "",
-        f"Fine-tuned with llm-finetuning from `{ev.brief.section('model').get('id')}` by GRPO "
-        "with verifiable rewards. Every figure below was measured by the `finetune` verbs named beside it; a "
+        (f"Fine-tuned with llm-finetuning from `{ev.brief.section('model').get('id')}` by GRPO "
+         "with verifiable rewards." if ev.run_manifest else
+         f"{NO_RUN_MANIFEST[0].upper()}{NO_RUN_MANIFEST[1:]}: it is described with the brief below, from "
+         f"`{ev.brief.section('model').get('id')}`.")
+        + " Every figure below was measured by the `finetune` verbs named beside it; a "
         "figure that was not measured says so.", "",
     ]
     lines += _training_section(ev) + _records_section(ev) + _results_section(ev) + _diagnosis_section(ev)

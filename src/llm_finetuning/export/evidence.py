@@ -35,6 +35,7 @@ class Evidence:
     evaluation_note: str = ""
     diagnosis: dict[str, Any] | None = None
     diagnosis_note: str = ""
+    run_manifest: bool = True  # False: not a run directory, so trained outside `finetune launch`
 
 
 
@@ -49,12 +50,12 @@ def training_figures(run_dir: Path) -> dict[str, Any]:
 
 
 def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint_sha256: str, adapter: bool,
-           merged: bool, dtype: str, base_model: str) -> Evidence:
+           merged: bool, dtype: str, base_model: str, run_manifest: bool = True) -> Evidence:
     """Everything the card states, each piece verified where the project can verify it."""
     from llm_finetuning.gate import gate_brief
     from llm_finetuning.records.baseline import load_baseline
 
-    ev = Evidence(brief, label, step, checkpoint_sha256, adapter, merged, dtype, base_model)
+    ev = Evidence(brief, label, step, checkpoint_sha256, adapter, merged, dtype, base_model, run_manifest=run_manifest)
     records = brief.section("records")
     try:
         ev.baseline = load_baseline(brief.resolve(str(records.get("baseline"))))

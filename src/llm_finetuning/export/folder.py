@@ -21,6 +21,7 @@ from llm_finetuning.evaluation.targets import (
     copy_tokenizer,
     folder_sha256,
     merge_adapter,
+    model_folder_target,
     saved_checkpoints,
     select_targets,
 )
@@ -40,6 +41,7 @@ class Exported:
     dtype: str
     base_model: str
     upload_hint: str
+    run_manifest: bool = True  # False: a model folder trained outside `finetune launch`
 
 
 def choose_target(run_dir: Path, checkpoint: str | None) -> Target:
@@ -93,15 +95,16 @@ def _copy_adapter(target: Target, tmp: Path, brief: Brief) -> None:
 
 
 def export_model(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool, dtype: str | None,
-                 force: bool) -> Exported:
-    """Write DIR and return what was written."""
-    from llm_finetuning.evaluation.run import load_run_brief
+                 force: bool, brief_path: Path | None = None) -> Exported:
+    """Write DIR and return what was written. `brief_path`: `run_dir` is a model folder without a run manifest
+    (trained outside `finetune launch`), described with this brief; the card says no gate verdict stands behind it."""
+    from llm_finetuning.evaluation.run import brief_and_manifest
     from llm_finetuning.export.card import render_card
     from llm_finetuning.export.evidence import gather
 
     run_dir = Path(run_dir).resolve()
-    brief = load_run_brief(run_dir)
-    target = choose_target(run_dir, checkpoint)
+    brief, manifest = brief_and_manifest(run_dir, brief_path)
+    target = choose_target(run_dir, checkpoint) if manifest else model_folder_target(run_dir, checkpoint)
     prepare_dest(dest, force)
     dtype = dtype or str(brief.section("model").get("dtype", "bfloat16"))
     if dtype not in DTYPES:
@@ -127,18 +130,20 @@ def export_model(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool,
                                 str(target.folder))
         sha = folder_sha256(target.folder)
         hint = upload_hint(dest, brief.name)
-        ev = gather(brief, run_dir, target.label, target.step, sha, target.adapter, merge, dtype, base_model_name(brief))
+        ev = gather(brief, run_dir, target.label, target.step, sha, target.adapter, merge, dtype, base_model_name(brief),
+                    run_manifest=manifest)
         (tmp / "README.md").write_text(render_card(ev, hint), encoding="utf-8")
         atomic_write_json(tmp / PROVENANCE, {
             "format": "llm-finetuning/export@1", "created_at": utc_now(), "run_dir": str(run_dir),
             "brief": {"path": str(brief.path), "sha256": brief.sha256}, "checkpoint": target.label,
             "step": target.step, "checkpoint_sha256": sha, "adapter": target.adapter, "merged": merge,
+            "run_manifest": str(run_dir / "manifest.json") if manifest else None,
             "dtype": dtype, "baseline_digest": (ev.baseline or {}).get("digest"),
             "eval": {k: ev.evaluation[k] for k in ("delta_pass_at_1", "ci95", "beyond_noise")} if ev.evaluation else None,
         })
         for item in tmp.iterdir():  # temporary files are created private; the folder is meant to be shared
             item.chmod(0o644)
-    return Exported(dest, target, merge, dtype, base_model_name(brief), hint)
+    return Exported(dest, target, merge, dtype, base_model_name(brief), hint, manifest)
 
 
 def upload_hint(dest: Path, name: str) -> str:
