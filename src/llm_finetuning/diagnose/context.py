@@ -137,8 +137,10 @@ def _apply_grpo_config(ctx: RunContext, path: Path) -> None:
     """The rendered TRL config: what actually ran, which wins over the brief for the loss settings."""
     import yaml
 
+    from llm_finetuning.brief.load import safe_load
+
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        config = safe_load(path.read_text(encoding="utf-8"))  # TRL's own configs write learning_rate: 5e-7
     except (OSError, yaml.YAMLError):
         ctx.notes.append(f"{path} unreadable")
         return
