@@ -48,7 +48,10 @@ LAYERS: dict[str, set[str]] = {
         "rewards.registry",
     },
     # The brief validates `rewards[*].args` against the registry's schemas; the registry imports nothing back.
-    "brief": {"rewards.registry"},
+    "brief": {
+        "rewards.registry",
+        "models",  # the embedded model ids `model.id` may name (models imports nothing of the package)
+    },
     "rewards.registry": set(),
     "records": {
         "brief",  # the loaded Brief its functions take: a record binds the brief's rewards, data and model

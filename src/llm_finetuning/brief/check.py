@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 from llm_finetuning.brief.columns import check_data_columns
 from llm_finetuning.brief.defaults import apply_defaults, schema
 from llm_finetuning.errors import Problem, format_path, short_repr
+from llm_finetuning.models import EMBEDDED_IDS, EMBEDDED_PREFIX
 from llm_finetuning.rewards import registry
 
 LOCAL_DATA_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
@@ -160,6 +161,8 @@ def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path)
     mid = model.get("id")
     if not isinstance(mid, str) or not mid:
         return errors  # the schema error already names model.id
+    if mid.startswith(EMBEDDED_PREFIX) and mid not in EMBEDDED_IDS:
+        return errors + [_unknown_embedded(mid)]
     local = mid.startswith((".", "/", "~")) or _exists(folder / mid)
     gguf = model.get("gguf_file")
     if local:
@@ -181,6 +184,15 @@ def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path)
                               "qlora computes in bfloat16 or float16, found float32",
                               "set `model.dtype: bfloat16`"))
     return errors
+
+
+def _unknown_embedded(mid: str) -> Problem:
+    """An `embedded:` id that names no embedded model (a typo would otherwise reach the hub as a model id)."""
+    close = difflib.get_close_matches(mid, EMBEDDED_IDS, n=1, cutoff=0.5)
+    known = ", ".join(EMBEDDED_IDS)
+    fix = (f"did you mean `{close[0]}`? set `model.id: {close[0]}`" if close else f"set `model.id` to one of {known}") + \
+        ", or give a hub id (owner/name) or a local model folder"
+    return Problem("unknown_model", "model.id", f"unknown embedded model {mid!r}; the embedded models are: {known}", fix)
 
 
 def _check_rewards(rewards: list[Any], folder: Path) -> list[Problem]:
