@@ -81,6 +81,30 @@ def _finetune(*args: str, expect: tuple[int, ...] = (0,), quiet: bool = False) -
     return proc.returncode
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def diagnosis_note(record: Any) -> str:
+    """What the demo says about `finetune diagnose`'s verdict (RUN_DIR/diagnosis.json): healthy, what an `info`
+    finding means (entropy falling as the policy converges is not the collapse the variant table is for), or
+    which failure modes were found."""
+    if not isinstance(record, dict) or not isinstance(record.get("findings"), list):
+        return "no diagnosis.json (see the report above)"
+    findings = [f for f in record["findings"] if isinstance(f, dict)]
+    problems = [f"{f.get('id')} ({f.get('severity')})" for f in findings if f.get("severity") != "info"]
+    if problems:
+        return f"findings: {', '.join(problems)}; see the report above"
+    notes = [f"{f.get('id')}: {f.get('evidence', {}).get('because') or f.get('evidence', {}).get('message', '')}"
+             for f in findings]
+    if any(f.get("id") == "converged" for f in findings):
+        notes.append("entropy fell because the policy settled on answers that score: convergence, not entropy collapse")
+    return "; ".join(["healthy", *notes])
+
+
 def _prepare_work_dir(work: Path, steps: int | None) -> Path:
     """Copy the example without its records; return the brief path."""
     src = example_dir()
@@ -151,8 +175,8 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
 
     s = stage(7, "Diagnose the run from its logs, with a plot")
     t = time.monotonic()
-    code = _finetune("diagnose", str(run_dir), "--plot", str(run_dir / "diagnosis.png"), expect=(0, 1))
-    s.note = "healthy" if code == 0 else "findings (see above)"
+    _finetune("diagnose", str(run_dir), "--plot", str(run_dir / "diagnosis.png"), expect=(0, 1))
+    s.note = diagnosis_note(_read_json(run_dir / "diagnosis.json"))
     s.seconds = time.monotonic() - t
 
     summary.minutes = (time.monotonic() - started) / 60

@@ -51,3 +51,19 @@ def test_verdict_line_is_honest_about_noise() -> None:
     assert "not distinguishable from the noise: pass@1 +3.0 points" in verdict_line(result(0.03, -0.05, 0.11))
     assert verdict_line(result(0.4, 0.3, 0.5)).startswith("better beyond the noise: pass@1 +40.0 points")
     assert verdict_line(result(-0.4, -0.5, -0.3)).startswith("worse beyond the noise")
+
+
+def test_diagnosis_note_says_what_a_converged_run_means() -> None:
+    """Issue 27 item 10: the demo's run converges (entropy falls as held-out pass@1 rises); the demo says so
+    instead of printing a bare `entropy_collapse` after its success headline."""
+    from llm_finetuning.demo import diagnosis_note
+
+    converged = {"healthy": True, "findings": [{"id": "converged", "severity": "info", "evidence": {
+        "because": "held-out pass@1 rose from 20.0% to 60.0%, better beyond the noise (`finetune eval`, eval.json)"}}]}
+    assert diagnosis_note(converged) == (
+        "healthy; converged: held-out pass@1 rose from 20.0% to 60.0%, better beyond the noise (`finetune eval`, "
+        "eval.json); entropy fell because the policy settled on answers that score: convergence, not entropy collapse")
+    assert diagnosis_note({"healthy": True, "findings": []}) == "healthy"
+    collapsed = {"healthy": False, "findings": [{"id": "entropy_collapse", "severity": "error"}]}
+    assert diagnosis_note(collapsed) == "findings: entropy_collapse (error); see the report above"
+    assert diagnosis_note(None).startswith("no diagnosis.json")

@@ -27,6 +27,7 @@ from llm_finetuning.fileio import read_json_or_none
 MANIFEST_FILE = "manifest.json"
 GRPO_CONFIG_FILE = "grpo_config.yaml"
 EVAL_FILE = "eval.jsonl"
+EVAL_RESULT_FILE = "eval.json"  # `finetune eval`'s held-out pass@1 of the base model and the trained one
 
 # Built-in rewards that check correctness (rewards.registry.VERIFIERS) and name patterns of custom ones.
 CORRECTNESS_NAME = re.compile(r"exact|correct|accura|match|unit_test|pass|verif|solve|answer|json_schema|judge",
@@ -35,6 +36,30 @@ CORRECTNESS_NAME = re.compile(r"exact|correct|accura|match|unit_test|pass|verif|
 SHAPING_NAME = re.compile(r"format|length|len_|style|tag|think|xml|digit|penalty|shape|brevity", re.IGNORECASE)
 # config.json keys that make a model a mixture of experts when their value is above 1.
 MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """`finetune eval`'s comparison (RUN_DIR/eval.json): held-out pass@1 of the base and the trained model."""
+
+    base: float
+    trained: float
+    beyond_noise: bool
+
+    @property
+    def improved(self) -> bool:
+        """Better beyond the sampling noise (the paired 95% interval excludes zero)."""
+        return self.beyond_noise and self.trained > self.base
+
+
+def read_heldout(path: Path) -> HeldOut | None:
+    """The base and trained pass@1 of RUN_DIR/eval.json; None when it is absent or not `finetune eval`'s."""
+    data: Any = read_json_or_none(path)
+    try:
+        return HeldOut(float(data["base"]["pass_at_1"]), float(data["trained"]["pass_at_1"]),
+                       data["beyond_noise"] is True)
+    except (TypeError, KeyError, ValueError):
+        return None
 
 
 @dataclass
@@ -59,6 +84,7 @@ class RunContext:
     eval_steps: list[int] = field(default_factory=list)  # held-out stricter verifier: step -> score
     eval_scores: list[float] = field(default_factory=list)
     eval_source: str = ""
+    heldout: HeldOut | None = None  # RUN_DIR/eval.json: held-out pass@1 before and after training
     notes: list[str] = field(default_factory=list)  # what could not be read, for stderr
 
 
@@ -245,4 +271,5 @@ def load_context(run_dir: str | Path, brief: Brief | str | Path | None = None, e
     if eval_path is not None:
         ctx.eval_steps, ctx.eval_scores = read_eval(eval_path)
         ctx.eval_source = str(eval_path)
+    ctx.heldout = read_heldout(root / EVAL_RESULT_FILE)
     return ctx

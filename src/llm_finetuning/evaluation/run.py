@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL  # where diagnose reads held-out scores
+from llm_finetuning.diagnose.context import EVAL_FILE as EVAL_JSONL  # where diagnose reads held-out scores,
+from llm_finetuning.diagnose.context import EVAL_RESULT_FILE as EVAL_JSON  # and the before/after comparison
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.evaluation.paired import paired_difference, pass_figures
 from llm_finetuning.evaluation.targets import Target, folder_sha256, sampling_folder, select_targets
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from llm_finetuning.sampling.run import SamplingRun
 
 FORMAT = "llm-finetuning/eval@1"
-EVAL_JSON = "eval.json"
 
 
 @dataclass
