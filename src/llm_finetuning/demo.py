@@ -96,13 +96,13 @@ def diagnosis_note(record: Any) -> str:
         return "no diagnosis.json (see the report above)"
     findings = [f for f in record["findings"] if isinstance(f, dict)]
     problems = [f"{f.get('id')} ({f.get('severity')})" for f in findings if f.get("severity") != "info"]
-    if problems:
-        return f"findings: {', '.join(problems)}; see the report above"
+    infos = [f for f in findings if f.get("severity") == "info"]
     notes = [f"{f.get('id')}: {f.get('evidence', {}).get('because') or f.get('evidence', {}).get('message', '')}"
-             for f in findings]
-    if any(f.get("id") == "converged" for f in findings):
+             for f in infos]
+    if any(f.get("id") == "converged" for f in infos):
         notes.append("entropy fell because the policy settled on answers that score: convergence, not entropy collapse")
-    return "; ".join(["healthy", *notes])
+    verdict = f"findings: {', '.join(problems)}" if problems else "healthy"
+    return "; ".join([verdict, *notes]) + ("; see the report above" if problems else "")
 
 
 def _prepare_work_dir(work: Path, steps: int | None) -> Path:

@@ -66,4 +66,9 @@ def test_diagnosis_note_says_what_a_converged_run_means() -> None:
     assert diagnosis_note({"healthy": True, "findings": []}) == "healthy"
     collapsed = {"healthy": False, "findings": [{"id": "entropy_collapse", "severity": "error"}]}
     assert diagnosis_note(collapsed) == "findings: entropy_collapse (error); see the report above"
+    too_easy = {"healthy": False, "findings": [{"id": "no_signal_all_pass", "severity": "warning"},
+                                               *converged["findings"]]}
+    note = diagnosis_note(too_easy)
+    assert note.startswith("findings: no_signal_all_pass (warning); converged: held-out pass@1 rose")
+    assert note.endswith("convergence, not entropy collapse; see the report above")
     assert diagnosis_note(None).startswith("no diagnosis.json")
