@@ -4,7 +4,9 @@ Steps, each the real verb a user would run (so the demo shows the commands, not 
 gate without records (rejected, and why) -> gate with the shipped records (passes) -> render ->
 launch (GRPO) -> `finetune eval` (held-out pass@1 before and after, paired 95% interval) -> diagnose
 with its plot -> summary.
-The example lives in the checkout's examples/smollm2-json; it runs offline once the packages are in.
+The example lives in the checkout's examples/smollm2-json; it runs offline once the packages are in. It is
+copied into a work folder (`default_work_dir`: demo/ in the cache folder, or `--out DIR`), never into the
+current folder.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from typing import Any
 import click
 import yaml
 
+from llm_finetuning.fileio import cache_dir
+
 EXAMPLE = "smollm2-json"
+
+
+def default_work_dir() -> Path:
+    """Where the demo works unless `--out` says otherwise: demo/ in the cache folder, not the current
+    folder (which is often the checkout, where it would show as untracked files)."""
+    return cache_dir() / "demo"
 
 
 def example_dir() -> Path:
@@ -137,6 +147,7 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
     s = stage(1, "Copy the example (SmolLM2-135M-Instruct, strict JSON reward) without its records")
     t = time.monotonic()
     brief = _prepare_work_dir(work, steps)
+    _say(f"  work folder {work} (replaced on the next run; `--out DIR` puts it elsewhere)")
     _say(f"  {brief}")
     s.seconds = time.monotonic() - t
 

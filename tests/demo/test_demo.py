@@ -72,3 +72,28 @@ def test_diagnosis_note_says_what_a_converged_run_means() -> None:
     assert note.startswith("findings: no_signal_all_pass (warning); converged: held-out pass@1 rose")
     assert note.endswith("convergence, not entropy collapse; see the report above")
     assert diagnosis_note(None).startswith("no diagnosis.json")
+
+
+def test_demo_works_in_the_cache_folder_not_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27 item 11: `finetune demo` from a fresh clone left finetune-demo/ untracked in the checkout."""
+    from click.testing import CliRunner
+
+    from llm_finetuning import demo, models
+    from llm_finetuning.cli import cli
+
+    seen: list[Path] = []
+
+    def fake_run(work: Path, steps: int | None, eval_prompts: int, k: int) -> demo.DemoSummary:
+        seen.append(work)
+        return demo.DemoSummary(work_dir=work, run_dir=work / "runs" / "demo", eval_prompts=eval_prompts, k=k)
+
+    monkeypatch.setenv("LLM_FINETUNING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(models, "embedded_gguf_path", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(demo, "run_demo", fake_run)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["demo", "--json"])
+    assert result.exit_code == 0, result.output
+    assert seen == [tmp_path / "cache" / "demo"]
+    assert json.loads(result.stdout)["work_dir"] == str(tmp_path / "cache" / "demo")
+    CliRunner().invoke(cli, ["demo", "--json", "--out", "here"])
+    assert seen[-1] == Path("here")
