@@ -17,7 +17,11 @@ def test_unknown_model_names_why_the_estimate_could_not_be_made(tmp_path: Path) 
     assert memory.verdict == "warn"
     assert "the memory estimate could not be made: model.id: 'someorg/not-a-known-model' is not a local model" \
         in memory.message
-    assert "finetune memory --list-models" in memory.message
+    # Issue 27 item 11: the estimator's own fix is the check's fix, not a second "Fix:" inside the message
+    assert memory.line().count("Fix:") == 1 and "Fix:" not in memory.message
+    assert memory.fix.startswith("download the model (its config.json is enough)")
+    assert "finetune memory --list-models" in memory.fix and memory.fix.endswith("then run `finetune memory --brief "
+                                                                                  f"{brief}`")
 
 
 def test_a_cpu_brief_is_judged_against_ram_and_warns_when_over(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -69,7 +69,7 @@ def load_run_brief(run_dir: Path) -> Brief:
     path = brief_path(run_dir, load_manifest(run_dir))
     brief, errors = load_brief(path)
     if brief is None:
-        raise UnusableInput(f"{shown(path)} is no longer a valid brief: {errors[0].line() if errors else '?'}",
+        raise UnusableInput(f"{shown(path)} is no longer a valid brief: {errors[0].what() if errors else '?'}",
                             f"run `finetune check {shown(path)}` and fix what it names", str(path))
     return brief
 

@@ -18,8 +18,9 @@ PATH = "hardware.gpu_memory_gib"
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     est = ctx.memory
     if est is None:
+        then = f"run `finetune memory --brief {shown(brief.path)}`"
         return [CheckResult(ID, WARN, PATH, f"not assessed: {ctx.memory_problem}",
-                            f"run `finetune memory --brief {shown(brief.path)}` once it is available")]
+                            f"{ctx.memory_fix}, then {then}" if ctx.memory_fix else f"{then} once it is available")]
     if est.settings.cpu:
         return _cpu_run(est)
     figures = f"predicted peak {est.total_gib:.1f} GiB per GPU of {est.gpu_memory_gib:g} GiB"
