@@ -7,6 +7,7 @@ files a brief names (existence checks and the AST of custom reward modules), nev
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,18 @@ def _example_for(sub: dict[str, Any]) -> str:
     t = t[0] if isinstance(t, list) else t
     return {"string": "...", "integer": "1", "number": "1.0", "object": "{}", "array": "[]", "boolean": "true"}.get(
         str(t), "...")
+
+
+def _pattern_alternatives(pattern: str) -> tuple[list[str], list[str]]:
+    """A pattern of alternatives such as `^(auto|boxed|last_number|regex:.+)$` as (its plain words, its other
+    forms shown as `regex:<pattern>`); ([], []) for any other pattern."""
+    m = re.fullmatch(r"\^\(([^()]*)\)\$", pattern)
+    if not m:
+        return [], []
+    alternatives = m.group(1).split("|")
+    words = [a for a in alternatives if re.fullmatch(r"[A-Za-z0-9_-]+", a)]
+    forms = [a.replace(".+", "<pattern>") for a in alternatives if a not in words]
+    return words, forms
 
 
 def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:
@@ -91,6 +104,12 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
                         f"found {short_repr(inst)}; must be {word} {err.validator_value}",
                         f"set a value {word} {err.validator_value}")]
     if v == "pattern":
+        words, forms = _pattern_alternatives(str(err.validator_value))
+        if words:
+            shown = " | ".join(words + forms)
+            close = difflib.get_close_matches(str(inst), words, n=1)
+            fix = f"did you mean `{close[0]}`? set it to `{close[0]}`" if close else f"use one of: {shown}"
+            return [Problem("invalid_value", path, f"found {short_repr(inst)}; expected one of {shown}", fix)]
         return [Problem("invalid_value", path, f"found {short_repr(inst)}; must match {err.validator_value}",
                         "use lowercase letters, digits and '-'" if "a-z0-9-" in str(err.validator_value)
                         else f"write a value matching {err.validator_value}")]
