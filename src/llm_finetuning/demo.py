@@ -4,7 +4,9 @@ Steps, each the real verb a user would run (so the demo shows the commands, not 
 gate without records (rejected, and why) -> gate with the shipped records (passes) -> render ->
 launch (GRPO) -> `finetune eval` (held-out pass@1 before and after, paired 95% interval) -> diagnose
 with its plot -> summary.
-The example lives in the checkout's examples/smollm2-json; it runs offline once the packages are in.
+The example lives in the checkout's examples/smollm2-json; it runs offline once the packages are in. It is
+copied into a work folder (`default_work_dir`: demo/ in the cache folder, or `--out DIR`), never into the
+current folder.
 """
 
 from __future__ import annotations
@@ -21,9 +23,16 @@ from typing import Any
 import click
 import yaml
 
+from llm_finetuning.fileio import cache_dir
 from llm_finetuning.rundir import EVAL_JSON
 
 EXAMPLE = "smollm2-json"
+
+
+def default_work_dir() -> Path:
+    """Where the demo works unless `--out` says otherwise: demo/ in the cache folder, not the current
+    folder (which is often the checkout, where it would show as untracked files)."""
+    return cache_dir() / "demo"
 
 
 def example_dir() -> Path:
@@ -83,6 +92,30 @@ def _finetune(*args: str, expect: tuple[int, ...] = (0,), quiet: bool = False) -
     return proc.returncode
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def diagnosis_note(record: Any) -> str:
+    """What the demo says about `finetune diagnose`'s verdict (RUN_DIR/diagnosis.json): healthy, what an `info`
+    finding means (entropy falling as the policy converges is not the collapse the variant table is for), or
+    which failure modes were found."""
+    if not isinstance(record, dict) or not isinstance(record.get("findings"), list):
+        return "no diagnosis.json (see the report above)"
+    findings = [f for f in record["findings"] if isinstance(f, dict)]
+    problems = [f"{f.get('id')} ({f.get('severity')})" for f in findings if f.get("severity") != "info"]
+    infos = [f for f in findings if f.get("severity") == "info"]
+    notes = [f"{f.get('id')}: {f.get('evidence', {}).get('because') or f.get('evidence', {}).get('message', '')}"
+             for f in infos]
+    if any(f.get("id") == "converged" for f in infos):
+        notes.append("entropy fell because the policy settled on answers that score: convergence, not entropy collapse")
+    verdict = f"findings: {', '.join(problems)}" if problems else "healthy"
+    return "; ".join([verdict, *notes]) + ("; see the report above" if problems else "")
+
+
 def _prepare_work_dir(work: Path, steps: int | None) -> Path:
     """Copy the example without its records; return the brief path."""
     src = example_dir()
@@ -115,6 +148,7 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
     s = stage(1, "Copy the example (SmolLM2-135M-Instruct, strict JSON reward) without its records")
     t = time.monotonic()
     brief = _prepare_work_dir(work, steps)
+    _say(f"  work folder {work} (replaced on the next run; `--out DIR` puts it elsewhere)")
     _say(f"  {brief}")
     s.seconds = time.monotonic() - t
 
@@ -153,8 +187,8 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
 
     s = stage(7, "Diagnose the run from its logs, with a plot")
     t = time.monotonic()
-    code = _finetune("diagnose", str(run_dir), "--plot", str(run_dir / "diagnosis.png"), expect=(0, 1))
-    s.note = "healthy" if code == 0 else "findings (see above)"
+    _finetune("diagnose", str(run_dir), "--plot", str(run_dir / "diagnosis.png"), expect=(0, 1))
+    s.note = diagnosis_note(_read_json(run_dir / "diagnosis.json"))
     s.seconds = time.monotonic() - t
 
     summary.minutes = (time.monotonic() - started) / 60

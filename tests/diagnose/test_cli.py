@@ -193,3 +193,14 @@ def test_follow_reads_held_out_scores_as_training_appends_them(tmp_path: Path) -
     thread.join()
     assert result.stopped == "ended"
     assert "reward_hacking" in seen and "reward_hacking" in [f.id for f in result.findings]
+
+
+def test_converged_run_exits_0_healthy_and_says_what_happened(tmp_path: Path) -> None:
+    run = synth.write_run(tmp_path / "run", synth.entropy_converged())
+    code, out, _ = invoke(str(run))
+    assert code == 0
+    assert out.startswith(f"finetune diagnose {run}: healthy (40 logged steps")
+    assert "\ninfo    converged  steps" in out and "convergence, not entropy collapse" in out
+    assert "note: Nothing to fix" in out and "variant:" not in out
+    code, out, _ = invoke(str(run), "--json")
+    assert code == 0 and json.loads(out)["healthy"] is True

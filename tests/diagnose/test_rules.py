@@ -230,3 +230,39 @@ def test_a_blowup_names_the_learning_rate_the_schedule_had_reached(tmp_path: Pat
     flat = synth.vary(synth.grad_spikes(), learning_rate=lambda t, r: 1e-5)
     f = run_rules(tmp_path, flat, RunContext(learning_rate=1e-5, lr_scheduler="constant"))["kl_blowup"]
     assert "halving the peak halves every step's rate" in f.fix
+
+
+# Issue 27 item 10: a falling entropy while correctness or a held-out score rises is convergence (info), not the
+# collapse DAPO is for; synth.entropy_collapse (correctness still at 0.6, no held-out score) stays a collapse.
+def test_entropy_falling_while_correctness_rises_and_holds_is_converged(tmp_path: Path) -> None:
+    from llm_finetuning.diagnose import diagnosis_json
+
+    found = run_rules(tmp_path, synth.entropy_converged())
+    assert set(found) == {"converged"}
+    f = found["converged"]
+    assert (f.severity, f.variant, f.brief_edit) == ("info", None, None)
+    assert "exact_match rose from" in f.evidence["message"] and "convergence, not entropy collapse" in f.evidence["message"]
+    assert diagnosis_json(list(found.values()))["healthy"] is True
+
+
+def test_correctness_that_falls_back_keeps_the_collapse(tmp_path: Path) -> None:
+    assert set(run_rules(tmp_path, synth.entropy_converged_then_falls_back())) == {"entropy_collapse"}
+
+
+@pytest.mark.parametrize(("beyond_noise", "expected"), [(True, "converged"), (False, "entropy_collapse")])
+def test_held_out_gain_from_finetune_eval_tells_convergence(tmp_path: Path, beyond_noise: bool, expected: str) -> None:
+    import json
+
+    from llm_finetuning.diagnose import load_context
+
+    run = synth.write_run(tmp_path / "run", synth.entropy_collapse())
+    (run / "eval.json").write_text(json.dumps({"base": {"pass_at_1": 0.2}, "trained": {"pass_at_1": 0.6},
+                                               "beyond_noise": beyond_noise}))
+    ids = {f.id for f in diagnose(load_trajectory(run), load_context(run))}
+    assert expected in ids and ({"converged", "entropy_collapse"} - {expected}).isdisjoint(ids)
+
+
+def test_training_reward_up_with_a_flat_held_out_verifier_is_no_convergence(tmp_path: Path) -> None:
+    rows = synth.entropy_converged()
+    ctx = RunContext(eval_steps=[10, 20, 30, 40], eval_scores=[0.2, 0.21, 0.2, 0.19], eval_source="eval.jsonl")
+    assert {"entropy_collapse", "reward_hacking"} <= set(run_rules(tmp_path, rows, ctx))

@@ -274,3 +274,45 @@ def test_tracker_without_its_package_warns_with_the_install_command(make_brief,
     warned = [(c.path, c.message, c.fix) for c in report.warnings if c.id == "tracking"]
     assert warned == [("tracking.report_to", "wandb: its package (wandb) is not installed here, so the trainer "
                        "would refuse to start on this machine", "pip install wandb")]
+
+
+def _zero_success_fail(brief: Path, inspected: bool) -> tuple[str, str]:
+    """The base-success failure for a 0% baseline with the verdict `finetune baseline` writes into the record."""
+    from llm_finetuning.brief import load_brief
+    from llm_finetuning.sampling.metrics import verdict
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "records"))
+    from records_builders import build_baseline
+
+    loaded, _ = load_brief(brief)
+    figures = {"pass_at_1": 0.0, "pass_at_k": 0.0, "frac_truncated": 0.0, "frac_groups_all_tie": 1.0, "completions": 128}
+    build_baseline(loaded, pass_at_k=0.0, pass_at_1=0.0, tie=1.0, truncated=0.0,
+                   verdict=verdict(figures, 8, 512).to_json())
+    if not inspected:
+        (brief.parent / "records" / "inspection.json").unlink()
+    [fail] = [c for c in run_gate(brief).failures if c.id == "base_success_nonzero"]
+    return fail.message, fail.fix
+
+
+def test_zero_success_without_an_inspection_names_inspect_first(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27 item 9: at 0% the likelier cause may be a reward that never matched; the fix carries the
+    baseline's own advice, with `finetune inspect` first while no inspection has checked the reward."""
+    brief = make_brief("passing")
+    monkeypatch.chdir(brief.parent)
+    message, fix = _zero_success_fail(brief, inspected=False)
+    assert "a reward that never matches the model's answers" in message
+    assert fix.startswith("(1) check the reward first: `finetune inspect brief.yaml` then `finetune review "
+                          "records/inspection.json`")
+    assert "(2) SFT first: fine-tune on a few hundred demonstrations" in fix  # the record's own advice
+    assert "easier prompts: start GRPO on a subset" in fix
+    assert fix.count("finetune inspect") == 1
+
+
+def test_zero_success_with_a_sealed_inspection_carries_the_record_advice(make_brief,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    brief = make_brief("passing")
+    monkeypatch.chdir(brief.parent)
+    message, fix = _zero_success_fail(brief, inspected=True)
+    assert "never matches" not in message
+    assert fix.startswith("(1) SFT first: fine-tune on a few hundred demonstrations")  # the reward was checked
+    assert "(2) easier prompts" in fix and "finetune inspect" not in fix

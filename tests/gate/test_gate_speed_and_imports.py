@@ -36,6 +36,17 @@ def test_smallest_batch_fix_prefers_gradient_accumulation() -> None:
     assert smallest_fixes(4, 4, 3, 16)[0] == ("set `grpo.gradient_accumulation_steps: 4` (global batch 48 = 3 groups of 16)")
 
 
+def test_one_group_is_one_group(make_brief) -> None:  # type: ignore[no-untyped-def]
+    """Issue 27 item 11: "1 groups of 12"."""
+    from llm_finetuning.gate import run_gate
+
+    assert smallest_fixes(6, 1, 1, 12)[0] == "set `grpo.gradient_accumulation_steps: 2` (global batch 12 = 1 group of 12)"
+    brief = make_brief("passing")
+    brief.write_text(brief.read_text().replace("num_generations: 8", "num_generations: 32"))
+    [check] = [c for c in run_gate(brief).checks if c.id == "global_batch"]
+    assert check.message.endswith("= 32 = 1 group of 32")
+
+
 @pytest.mark.slow
 def test_ast_field_list_matches_the_imported_grpo_config() -> None:
     import dataclasses

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from llm_finetuning.commands.memory import command
+from llm_finetuning.cli import cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run(*args: str):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(command, list(args))
+    return CliRunner().invoke(cli, ["memory", *args])  # through the CLI, which turns Problems into exit codes
 
 
 def test_json_object_has_the_contract_fields_and_exit_0_when_it_fits() -> None:
@@ -69,3 +69,25 @@ def test_the_verb_imports_no_ml_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out
+
+
+def test_a_cpu_brief_is_described_as_cpu_with_ram_and_no_cuda_context(tmp_path: Path) -> None:
+    """Issue 27 item 11: `hardware.gpus: 0` was described as "1 GPU(s) x 80 GiB" plus a CUDA context."""
+    import shutil
+
+    from llm_finetuning.memory import host_ram_gib
+
+    work = tmp_path / "cpu"
+    shutil.copytree(EXAMPLES / "math-exact", work, ignore=shutil.ignore_patterns("records", "runs"))
+    brief = work / "brief.yaml"
+    text = brief.read_text(encoding="utf-8")
+    brief.write_text(text.replace("  gpus: 1\n", "  gpus: 0\n").replace("generation: vllm-colocate",
+                                                                       "generation: transformers"), encoding="utf-8")
+    res = run("--brief", str(brief))
+    ram = host_ram_gib()
+    assert ram is not None
+    assert f", CPU, {ram:g} GiB RAM, transformers," in res.output.splitlines()[0]
+    assert "GPU" not in res.output and "CUDA context" not in res.output
+    assert f" GiB of {ram:g} GiB RAM (headroom" in res.output
+    data = json.loads(run("--brief", str(brief), "--json").output)
+    assert data["cuda_context_gib"] == 0 and data["settings"]["cpu"] is True and data["gpu_memory_gib"] == ram

@@ -103,10 +103,12 @@ def build_inspection(brief: Any, *, n: int = 64, verdicts: dict[int, str] | None
 
 
 def build_baseline(brief: Any, *, pass_at_k: float = 0.5, pass_at_1: float = 0.2, tie: float = 0.3,
-                   truncated: float = 0.05, settings: bool = True, sampling: dict[str, Any] | None = None) -> Path:
+                   truncated: float = 0.05, settings: bool = True, sampling: dict[str, Any] | None = None,
+                   verdict: dict[str, Any] | None = None) -> Path:
     """A baseline record at the brief's records.baseline with the given figures, measured (`settings`) under
     the brief's sampling settings, as `finetune baseline` records them; without them, as older records.
-    `sampling`: recorded settings that replace the brief's (an evaluation setting's temperature, greedy ...)."""
+    `sampling`: recorded settings that replace the brief's (an evaluation setting's temperature, greedy ...);
+    `verdict`: the learning-signal verdict `finetune baseline` writes beside the figures."""
     from llm_finetuning.reward_registry import reward_names
 
     path = brief.resolve(brief.data["records"]["baseline"])
@@ -116,6 +118,8 @@ def build_baseline(brief: Any, *, pass_at_k: float = 0.5, pass_at_1: float = 0.2
         now = baseline.brief_sampling_settings(brief)
         extra["sampling"] = {**{k: v for k, v in now.items() if k != "k"},
                              "chat_template": {"applied": True, "sha256": "0" * 64}, **(sampling or {})}
+    if verdict is not None:
+        extra["verdict"] = verdict
     record = baseline.make_baseline(
         brief, model_identity=identity(brief), prompts={"source": "data/train.jsonl", "count": 16, "indices": list(range(16))},
         k=k, pass_at_1=pass_at_1, pass_at_k=pass_at_k,

@@ -134,3 +134,22 @@ def test_greedy_decoding_arguments_for_each_backend() -> None:
     assert decoding_kwargs(sampled) == {"do_sample": True, "temperature": 0.7, "top_p": 0.9, "top_k": 0}
     params = sampling_params_kwargs(greedy, 3)
     assert (params["n"], params["temperature"], params["top_p"]) == (1, 0.0, 1.0)
+
+
+def test_spread_takes_distinct_completions_first_and_counts_repeats() -> None:
+    """Issue 27 item 11: 6 of 64 inspection samples were the same completion of the same prompt."""
+    from llm_finetuning.sampling.select import repeat_note, repeated_pairs
+
+    # 40 prompts x 4 completions; each prompt's first two completions are the same text, the third differs
+    candidates = [{"prompt_index": p, "sample_index": j, "completion": f"answer {p}" if j < 2 else f"other {p}.{j}",
+                   "rewards": {"r": 0.0}, "total": 0.0} for p in range(40) for j in range(4)]
+    chosen = spread_samples(candidates, 64, seed=3)
+    assert len(chosen) == 64 and repeated_pairs(chosen) == 0  # 120 distinct pairs: no repeat needed
+    assert repeat_note(chosen) is None
+    few = [c for c in candidates if c["sample_index"] < 2]  # 40 distinct pairs for 64 samples
+    chosen = spread_samples(few, 64, seed=3)
+    assert len(chosen) == 64 and repeated_pairs(chosen) == 24  # the distinct ones all taken, then repeats
+    assert len({(c["prompt_index"], c["completion"]) for c in chosen}) == 40
+    assert str(repeat_note(chosen)).startswith("24 of 64 samples repeat a (prompt, completion) pair already in the "
+                                               "sample: the model answered those prompts the same way each time and "
+                                               "the pool held only 40 distinct pairs")

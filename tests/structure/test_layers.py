@@ -52,7 +52,10 @@ LAYERS: dict[str, set[str]] = {
         "rundir",  # the manifest it writes, and the one a render into the same RUN_DIR replaces
     },
     # The brief validates `rewards[*].args` against the registry's schemas; the registry imports nothing back.
-    "brief": {"reward_registry"},
+    "brief": {
+        "reward_registry",
+        "models",  # the embedded model ids `model.id` may name (models imports nothing of the package)
+    },
     "reward_registry": set(),
     "records": {
         "brief",  # the loaded Brief its functions take: a record binds the brief's rewards, data and model

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.brief.defaults import apply_defaults, recipe_defaults, schema
+from llm_finetuning.brief.defaults import apply_defaults, recipe_defaults, schema, whole_numbers
 from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import sha256_bytes
 
@@ -50,6 +50,19 @@ class Brief:
         return self.resolve(self.data.get("output_dir") or f"runs/{self.name}")
 
 
+def _whole_numbers(raw: dict[str, Any]) -> dict[str, Any]:
+    """`defaults.whole_numbers` on the brief and on each built-in reward's args (by that reward's schema)."""
+    from llm_finetuning import reward_registry as registry
+
+    out: dict[str, Any] = whole_numbers(raw)
+    rewards = out.get("rewards")
+    for spec in rewards if isinstance(rewards, list) else []:
+        fn = spec.get("fn") if isinstance(spec, dict) else None
+        if isinstance(fn, str) and fn in registry.BUILTINS and isinstance(spec.get("args"), dict):
+            spec["args"] = whole_numbers(spec["args"], registry.BUILTINS[fn][1])
+    return out
+
+
 def load_brief(path: str | Path) -> tuple[Brief | None, list[Problem]]:
     """Load, validate and default a brief. Returns (brief, errors); brief is None when errors exist.
 
@@ -59,7 +72,7 @@ def load_brief(path: str | Path) -> tuple[Brief | None, list[Problem]]:
     from llm_finetuning.brief.load import load_yaml_file
 
     p = Path(path)
-    raw = load_yaml_file(p)
+    raw = _whole_numbers(load_yaml_file(p))
     text = p.read_text(encoding="utf-8")
     errors = check_brief(raw, p.resolve().parent)
     if errors:

@@ -7,6 +7,7 @@ files a brief names (existence checks and the AST of custom reward modules), nev
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief.columns import check_data_columns
 from llm_finetuning.brief.defaults import apply_defaults, schema
 from llm_finetuning.errors import Problem, format_path, short_repr
+from llm_finetuning.models import EMBEDDED_IDS, EMBEDDED_PREFIX
 
 LOCAL_DATA_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 VARIANT_SYMPTOM = {"dapo": "entropy_collapse", "dr_grpo": "length_reward_correlation", "gspo": "moe"}
@@ -43,6 +45,18 @@ def _example_for(sub: dict[str, Any]) -> str:
     t = t[0] if isinstance(t, list) else t
     return {"string": "...", "integer": "1", "number": "1.0", "object": "{}", "array": "[]", "boolean": "true"}.get(
         str(t), "...")
+
+
+def _pattern_alternatives(pattern: str) -> tuple[list[str], list[str]]:
+    """A pattern of alternatives such as `^(auto|boxed|last_number|regex:.+)$` as (its plain words, its other
+    forms shown as `regex:<pattern>`); ([], []) for any other pattern."""
+    m = re.fullmatch(r"\^\(([^()]*)\)\$", pattern)
+    if not m:
+        return [], []
+    alternatives = m.group(1).split("|")
+    words = [a for a in alternatives if re.fullmatch(r"[A-Za-z0-9_-]+", a)]
+    forms = [a.replace(".+", "<pattern>") for a in alternatives if a not in words]
+    return words, forms
 
 
 def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:
@@ -90,6 +104,12 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
                         f"found {short_repr(inst)}; must be {word} {err.validator_value}",
                         f"set a value {word} {err.validator_value}")]
     if v == "pattern":
+        words, forms = _pattern_alternatives(str(err.validator_value))
+        if words:
+            shown = " | ".join(words + forms)
+            close = difflib.get_close_matches(str(inst), words, n=1)
+            fix = f"did you mean `{close[0]}`? set it to `{close[0]}`" if close else f"use one of: {shown}"
+            return [Problem("invalid_value", path, f"found {short_repr(inst)}; expected one of {shown}", fix)]
         return [Problem("invalid_value", path, f"found {short_repr(inst)}; must match {err.validator_value}",
                         "use lowercase letters, digits and '-'" if "a-z0-9-" in str(err.validator_value)
                         else f"write a value matching {err.validator_value}")]
@@ -160,6 +180,8 @@ def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path)
     mid = model.get("id")
     if not isinstance(mid, str) or not mid:
         return errors  # the schema error already names model.id
+    if mid.startswith(EMBEDDED_PREFIX) and mid not in EMBEDDED_IDS:
+        return errors + [_unknown_embedded(mid)]
     local = mid.startswith((".", "/", "~")) or _exists(folder / mid)
     gguf = model.get("gguf_file")
     if local:
@@ -181,6 +203,15 @@ def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path)
                               "qlora computes in bfloat16 or float16, found float32",
                               "set `model.dtype: bfloat16`"))
     return errors
+
+
+def _unknown_embedded(mid: str) -> Problem:
+    """An `embedded:` id that names no embedded model (a typo would otherwise reach the hub as a model id)."""
+    close = difflib.get_close_matches(mid, EMBEDDED_IDS, n=1, cutoff=0.5)
+    known = ", ".join(EMBEDDED_IDS)
+    fix = (f"did you mean `{close[0]}`? set `model.id: {close[0]}`" if close else f"set `model.id` to one of {known}") + \
+        ", or give a hub id (owner/name) or a local model folder"
+    return Problem("unknown_model", "model.id", f"unknown embedded model {mid!r}; the embedded models are: {known}", fix)
 
 
 def _check_rewards(rewards: list[Any], folder: Path) -> list[Problem]:

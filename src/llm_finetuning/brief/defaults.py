@@ -36,6 +36,25 @@ def apply_defaults(data: dict[str, Any], node: dict[str, Any] | None = None) -> 
     return out
 
 
+def _wants_integer(node: dict[str, Any]) -> bool:
+    t = node.get("type")
+    return "integer" in t if isinstance(t, list) else t == "integer"
+
+
+def whole_numbers(data: Any, node: dict[str, Any] | None = None) -> Any:
+    """A copy of `data` in which an integer field's float with no fraction is an int (`max_steps: 1e5` ->
+    100000): YAML 1.2, which the brief loader follows, reads `1e5` as a float, and TRL wants an int there."""
+    node = schema() if node is None else node
+    if isinstance(data, float) and data.is_integer() and _wants_integer(node):
+        return int(data)
+    if isinstance(data, dict):
+        props = node.get("properties", {})
+        return {k: whole_numbers(v, props[k]) if isinstance(props.get(k), dict) else v for k, v in data.items()}
+    if isinstance(data, list) and isinstance(node.get("items"), dict):
+        return [whole_numbers(v, node["items"]) for v in data]
+    return data
+
+
 def recipe_defaults() -> dict[str, Any]:
     """The recipe's GRPO starting values as the schema states them (skills and renderer read these)."""
     grpo = schema()["properties"]["grpo"]["properties"]

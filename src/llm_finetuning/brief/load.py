@@ -3,10 +3,15 @@
 A brief is small, hand-written configuration. The loader refuses anything that is not: files over
 1 MiB, anchors and aliases (the billion-laughs bomb needs them), Python tags (SafeLoader), duplicate
 keys, and non-mapping documents. Every refusal is an `UnusableInput` with a one-line reason.
+
+Numbers read as YAML 1.2 reads them: PyYAML follows YAML 1.1, where a float needs a dot and a signed
+exponent, so `5e-7` (how every TRL config writes a learning rate), `1E-5` and `1e5` would be strings.
+`NumberLoader` adds the YAML 1.2 forms; `safe_load` reads any other brief-like YAML (a TRL config) with it.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +22,25 @@ from llm_finetuning.errors import UnusableInput
 MAX_BRIEF_BYTES = 1 << 20
 
 
-class _BriefLoader(yaml.SafeLoader):
-    """SafeLoader without aliases and with duplicate keys as errors."""
+# The exponent forms YAML 1.2 reads as floats and YAML 1.1 does not (1.1 wants a dot and a signed exponent):
+# 5e-7, 1E-5, 1e5, 2.5e3. Plain integers and dotted floats keep their YAML 1.1 resolvers.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+
+
+class NumberLoader(yaml.SafeLoader):
+    """SafeLoader that reads YAML 1.2 floats (`5e-7`, `1e5`) as numbers, as TRL users write them."""
+
+
+NumberLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
+
+
+def safe_load(text: str) -> Any:
+    """`yaml.safe_load` with YAML 1.2 floats: for brief-like YAML that is not a brief (a TRL config)."""
+    return yaml.load(text, Loader=NumberLoader)  # noqa: S506 - NumberLoader is a SafeLoader
+
+
+class _BriefLoader(NumberLoader):
+    """NumberLoader without aliases and with duplicate keys as errors."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D401
         if self.check_event(yaml.AliasEvent):

@@ -9,8 +9,9 @@ import click
 
 
 @click.command("demo")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("finetune-demo"),
-              show_default=True, help="Work folder (replaced if it exists).")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Work folder, replaced if it exists  [default: demo/ in the cache folder, "
+                   "~/.cache/llm-finetuning or $LLM_FINETUNING_CACHE, so a checkout stays clean].")
 @click.option("--steps", type=click.IntRange(1, 10000), default=None,
               help="GRPO steps (default: the example brief's max_steps).")
 @click.option("--eval-prompts", type=click.IntRange(1, 128), default=32, show_default=True,
@@ -19,14 +20,16 @@ import click
               help="Samples per held-out prompt (8, the baseline record's k, takes the base side from the record; "
                    "another k samples the base model again).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object on stdout.")
-def command(out: Path, steps: int | None, eval_prompts: int, k: int, as_json: bool) -> None:
+def command(out: Path | None, steps: int | None, eval_prompts: int, k: int, as_json: bool) -> None:
     """Run gate, render, launch, evaluation and diagnose on the embedded SmolLM2-135M-Instruct example."""
     from llm_finetuning.commands.eval_cmd import verdict_line
     from llm_finetuning.demo import run_demo
     from llm_finetuning.models import embedded_gguf_path
 
     embedded_gguf_path()  # before any work folder is written: the demo's model must be there
-    summary = run_demo(out, steps, eval_prompts, k)
+    from llm_finetuning.demo import default_work_dir
+
+    summary = run_demo(out or default_work_dir(), steps, eval_prompts, k)
     if as_json:
         click.echo(json.dumps(summary.to_json()))
         return

@@ -3,8 +3,9 @@
 `--follow` watches a live run until its end marker, the end of a detached run's processes (stopped or
 failed: `finetune status` says which), `--timeout` or Ctrl-C.
 
-Exit codes: 0 healthy, 1 findings, 2 unusable input (no run, no logged step). Writes RUN_DIR/diagnosis.json
-(the `--json` object bound to the brief and the metrics file by sha256) unless `--no-write`.
+Exit codes: 0 healthy (no failure mode; an `info` finding such as `converged` may show), 1 findings, 2 unusable
+input (no run, no logged step). Writes RUN_DIR/diagnosis.json (the `--json` object bound to the brief and the
+metrics file by sha256) unless `--no-write`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
         diagnose,
         diagnosis_json,
         diagnosis_record,
+        failure_modes,
         load_context,
         load_trajectory,
         render_text,
@@ -100,4 +102,4 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
         click.echo(json.dumps(diagnosis_json(findings), indent=2))
     else:
         click.echo(render_text(traj, findings, f"finetune diagnose {run_dir}"))
-    sys.exit(EXIT_REJECTED if findings else EXIT_OK)
+    sys.exit(EXIT_REJECTED if failure_modes(findings) else EXIT_OK)

@@ -78,6 +78,7 @@ def command(brief: Path, samples: int, endpoint: str | None, endpoint_model: str
     from llm_finetuning.sampling.metrics import SUCCESS_DEFINITION
     from llm_finetuning.sampling.report import write_reports
     from llm_finetuning.sampling.run import sample_brief, score_run
+    from llm_finetuning.sampling.select import repeat_note, repeated_pairs
 
     try:
         n_prompts, k = pool_shape(len(load_split(loaded, "train").rows), samples)
@@ -98,7 +99,10 @@ def command(brief: Path, samples: int, endpoint: str | None, endpoint_model: str
     summary = {"record": str(record_path), "samples_file": str(samples_path(record_path)),
                "report_md": str(md_path), "report_html": str(html_path), "samples": len(chosen),
                "successes": successes, "prompts": len({s["prompt_index"] for s in chosen}),
-               "review_command": f"finetune review {record_path}"}
+               "repeated": repeated_pairs(chosen), "review_command": f"finetune review {record_path}"}
+    note = repeat_note(chosen)
+    if note:
+        click.echo(f"note: {note}", err=True)
     if as_json:
         click.echo(json.dumps(summary))
         return

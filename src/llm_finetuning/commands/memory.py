@@ -109,23 +109,24 @@ def render(result: Any) -> str:
     s = result.settings
     lines = [
         f"{result.model}: {result.params / 1e9:.2f} B parameters, {s.adapter}, {s.dtype}, "
-        f"{s.gpus} GPU(s) x {s.gpu_memory_gib:g} GiB, {s.generation}, "
+        f"{result.device}, {s.generation}, "
         f"{'gradient checkpointing' if s.gradient_checkpointing else 'no gradient checkpointing'}",
         f"batch: {s.per_device_batch} completions per device step, {s.generation_batch()} generated at once, "
         f"prompt {s.prompt_tokens} + completion {s.max_completion_length} tokens, beta {s.beta:g}, "
         f"distributed: {result.recommend['distributed']}",
         "",
-        f"peak per GPU ({result.peak_phase} phase):",
+        f"peak {'in RAM' if s.cpu else 'per GPU'} ({result.peak_phase} phase):",
     ]
     for key, value in result.components.items():
         lines.append(f"  {_LABELS.get(key, key):44s} {value:8.2f} GiB")
     lines.append(f"  {'total (PyTorch peak reserved)':44s} {result.total_gib:8.2f} GiB")
-    lines.append(f"  {'+ CUDA context':44s} {result.cuda_context_gib:8.2f} GiB")
+    if not s.cpu:
+        lines.append(f"  {'+ CUDA context':44s} {result.cuda_context_gib:8.2f} GiB")
     if result.vllm_server_gib is not None:
         lines.append(f"  (the vLLM server GPU needs at least about {result.vllm_server_gib:.1f} GiB: bf16 weights "
                      "and KV blocks for one device's generation batch)")
     verdict = "fits" if result.fits else "does NOT fit"
-    lines += ["", f"{verdict}: {result.device_total_gib:.1f} GiB of {result.gpu_memory_gib:g} GiB "
+    lines += ["", f"{verdict}: {result.device_total_gib:.1f} GiB of {result.gpu_memory_gib:g} GiB{' RAM' if s.cpu else ''} "
               f"(headroom {result.headroom_gib:+.1f} GiB)"]
     rec = result.recommend
     if s.generation == "vllm-colocate":

@@ -16,7 +16,7 @@ from typing import Any
 from llm_finetuning.brief import Brief
 from llm_finetuning.diagnose.context import RunContext, load_context
 from llm_finetuning.diagnose.report import diagnosis_json, diagnosis_record, render_text
-from llm_finetuning.diagnose.rules import FINDING_IDS, RULES, Finding, diagnose
+from llm_finetuning.diagnose.rules import FINDING_IDS, RULES, Finding, diagnose, failure_modes
 from llm_finetuning.diagnose.trajectory import Series, Trajectory, load_trajectory
 
 
@@ -37,6 +37,7 @@ __all__ = [
     "diagnose",
     "diagnosis_json",
     "diagnosis_record",
+    "failure_modes",
     "load_context",
     "load_trajectory",
     "render_text",

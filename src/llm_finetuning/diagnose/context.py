@@ -18,7 +18,7 @@ from llm_finetuning.brief import Brief
 from llm_finetuning.diagnose.trajectory import Completion, read_completions
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import read_json_or_none
-from llm_finetuning.rundir import COMPLETIONS, EVAL_JSONL, GRPO_CONFIG
+from llm_finetuning.rundir import COMPLETIONS, EVAL_JSON, EVAL_JSONL, GRPO_CONFIG
 from llm_finetuning.rundir.checkpoints import checkpoint_dirs
 from llm_finetuning.rundir.manifest import brief_path as rendered_brief_path
 from llm_finetuning.rundir.manifest import brief_sha256, read_manifest
@@ -30,6 +30,30 @@ CORRECTNESS_NAME = re.compile(r"exact|correct|accura|match|unit_test|pass|verif|
 SHAPING_NAME = re.compile(r"format|length|len_|style|tag|think|xml|digit|penalty|shape|brevity", re.IGNORECASE)
 # config.json keys that make a model a mixture of experts when their value is above 1.
 MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """`finetune eval`'s comparison (RUN_DIR/eval.json): held-out pass@1 of the base and the trained model."""
+
+    base: float
+    trained: float
+    beyond_noise: bool
+
+    @property
+    def improved(self) -> bool:
+        """Better beyond the sampling noise (the paired 95% interval excludes zero)."""
+        return self.beyond_noise and self.trained > self.base
+
+
+def read_heldout(path: Path) -> HeldOut | None:
+    """The base and trained pass@1 of RUN_DIR/eval.json; None when it is absent or not `finetune eval`'s."""
+    data: Any = read_json_or_none(path)
+    try:
+        return HeldOut(float(data["base"]["pass_at_1"]), float(data["trained"]["pass_at_1"]),
+                       data["beyond_noise"] is True)
+    except (TypeError, KeyError, ValueError):
+        return None
 
 
 @dataclass
@@ -54,6 +78,7 @@ class RunContext:
     eval_steps: list[int] = field(default_factory=list)  # held-out stricter verifier: step -> score
     eval_scores: list[float] = field(default_factory=list)
     eval_source: str = ""
+    heldout: HeldOut | None = None  # RUN_DIR/eval.json: held-out pass@1 before and after training
     notes: list[str] = field(default_factory=list)  # what could not be read, for stderr
 
 
@@ -132,8 +157,10 @@ def _apply_grpo_config(ctx: RunContext, path: Path) -> None:
     """The rendered TRL config: what actually ran, which wins over the brief for the loss settings."""
     import yaml
 
+    from llm_finetuning.brief.load import safe_load
+
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        config = safe_load(path.read_text(encoding="utf-8"))  # TRL's own configs write learning_rate: 5e-7
     except (OSError, yaml.YAMLError):
         ctx.notes.append(f"{path} unreadable")
         return
@@ -236,4 +263,5 @@ def load_context(run_dir: str | Path, brief: Brief | str | Path | None = None, e
     if eval_path is not None:
         ctx.eval_steps, ctx.eval_scores = read_eval(eval_path)
         ctx.eval_source = str(eval_path)
+    ctx.heldout = read_heldout(root / EVAL_JSON)
     return ctx

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.diagnose.rules import Finding
+from llm_finetuning.diagnose.rules import Finding, failure_modes
 from llm_finetuning.diagnose.trajectory import Trajectory
 
 PANELS = 5
@@ -101,7 +101,8 @@ def plot_run(traj: Trajectory, findings: list[Finding], path: str | Path | None 
                 a.axvspan(lo, hi, color=colour, alpha=0.15, linewidth=0)
         variant = f" -> {f.variant}" if f.variant else ""
         handles.append(Patch(color=colour, alpha=0.4, label=f"{f.severity}: {f.id}{variant}"))
-    verdict = "healthy" if not findings else f"{len(findings)} finding(s)"
+    problems = failure_modes(findings)
+    verdict = "healthy" if not problems else f"{len(problems)} finding(s)"
     fig.suptitle(f"{title or traj.source.parent.name}: {verdict}", fontsize=12)
     rows = (len(handles) + 2) // 3
     fig.subplots_adjust(left=0.12, right=0.97, top=0.95, hspace=0.12, bottom=0.06 + 0.025 * rows)

@@ -11,15 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.diagnose.context import RunContext
-from llm_finetuning.diagnose.rules import Finding
+from llm_finetuning.diagnose.rules import Finding, failure_modes
 from llm_finetuning.diagnose.stats import step_ranges
 from llm_finetuning.diagnose.trajectory import Trajectory
 from llm_finetuning.records.diagnosis import DIAGNOSIS_FORMAT
 
 
 def diagnosis_json(findings: list[Finding]) -> dict[str, Any]:
-    """The `--json` object of docs/diagnose.md: `{"healthy", "findings": [{"id", "severity", "steps", ...}]}`."""
-    return {"healthy": not findings, "findings": [f.to_json() for f in findings]}
+    """The `--json` object of docs/diagnose.md: `{"healthy", "findings": [{"id", "severity", "steps", ...}]}`; healthy
+    when no finding is a failure mode (an `info` finding such as `converged` says what happened)."""
+    return {"healthy": not failure_modes(findings), "findings": [f.to_json() for f in findings]}
 
 
 def diagnosis_record(traj: Trajectory, findings: list[Finding], ctx: RunContext, run_dir: Path) -> dict[str, Any]:
@@ -51,16 +52,19 @@ def render_text(traj: Trajectory, findings: list[Finding], run_label: str) -> st
     """Human output: a verdict line, then per finding its evidence, variant, fix and brief edit."""
     span = f"{len(traj.steps)} logged steps to step {traj.last_step}, from {traj.source.name}"
     span += "" if traj.ended else ", run not ended"
-    if not findings:
-        return (f"{run_label}: healthy ({span}). No failure mode found: keep plain GRPO "
-                "(switch variant only when a symptom shows).")
-    lines = [f"{run_label}: {len(findings)} finding(s) ({span})"]
+    problems = failure_modes(findings)
+    if not problems:
+        lines = [f"{run_label}: healthy ({span}). No failure mode found: keep plain GRPO "
+                 "(switch variant only when a symptom shows)."]
+    else:
+        lines = [f"{run_label}: {len(problems)} finding(s) ({span})"]
     for f in findings:
         lines.append("")
         lines.append(f"{f.severity:<7} {f.id}  steps {step_ranges(f.steps, traj.steps)}")
         lines.append(f"        {f.evidence.get('message', '')}")
-        lines.append(f"        variant: {f.variant or '(none: fix the cause, keep the variant)'}")
-        lines.append(f"        fix: {f.fix}")
+        if f in problems:
+            lines.append(f"        variant: {f.variant or '(none: fix the cause, keep the variant)'}")
+        lines.append(f"        {'fix' if f in problems else 'note'}: {f.fix}")
         if f.brief_edit:
             lines.append("        brief edit:")
             lines.extend(f"          {line}" for line in f.brief_edit.rstrip("\n").splitlines())

@@ -28,7 +28,7 @@ from llm_finetuning.diagnose.stats import (
 )
 from llm_finetuning.diagnose.trajectory import Series, Trajectory
 
-ERROR, WARNING = "error", "warning"
+ERROR, WARNING, INFO = "error", "warning", "info"  # info: what happened, not a failure mode (the run stays healthy)
 
 # Trend rules need this many logged points; fewer and they stay silent (too little to call a trend).
 MIN_TREND_POINTS = 5
@@ -37,6 +37,14 @@ MIN_TREND_POINTS = 5
 ENTROPY_COLLAPSE_RATIO = 0.35
 # ...or has fallen below this many nats per token (from an early median at least twice as high).
 ENTROPY_FLOOR = 0.05
+
+# converged (info, in place of entropy_collapse): entropy fell while correctness rose at least CONVERGED_RISE
+# (reward units, early to late window median) to at least CONVERGED_LEVEL of its ceiling, and stayed up (the late
+# median at least CONVERGED_HOLD x the best window's); or while a held-out score rose: `finetune eval` better
+# beyond the noise (RUN_DIR/eval.json), or held-out scores (eval.jsonl) up EVAL_GAP_MIN and not fallen back.
+CONVERGED_RISE = 0.2
+CONVERGED_LEVEL = 0.8
+CONVERGED_HOLD = 0.9
 
 # entropy_rising: the late-window median entropy is at least this multiple of the early-window median...
 ENTROPY_RISE_RATIO = 1.5
@@ -94,7 +102,7 @@ class Finding:
     """One diagnosed failure mode: the steps where it shows, the numbers, the variant and the fix."""
 
     id: str
-    severity: str  # "error" | "warning"
+    severity: str  # "error" | "warning" | "info" (what happened, not a failure mode)
     steps: list[int]
     evidence: dict[str, Any]  # "message" (one line) and the measured numbers
     variant: str | None
@@ -146,8 +154,8 @@ def _aligned(a: Series, b: Series) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
-def entropy_collapse(traj: Trajectory, ctx: RunContext) -> Finding | None:
-    """Token entropy fell to a small share of where it started: the policy stopped exploring (-> DAPO)."""
+def _entropy_fall(traj: Trajectory) -> tuple[list[int], str, dict[str, Any]] | None:
+    """Token entropy fell to a small share of where it started: (steps, message, numbers), or None."""
     ent = traj.series("entropy")
     if len(ent) < MIN_TREND_POINTS:
         return None
@@ -162,15 +170,68 @@ def entropy_collapse(traj: Trajectory, ctx: RunContext) -> Finding | None:
     length = traj.series("completions/mean_length")
     message = (f"entropy fell from {fmt(early)} (median of the first {k} logs) to {fmt(late)} (last {k}), "
                f"{ratio:.0%} of its start; below {fmt(threshold)} at steps {step_ranges(steps, traj.steps)}")
-    evidence: dict[str, Any] = {"message": message, "entropy_early": early, "entropy_late": late,
-                                "ratio": ratio, "threshold": threshold}
+    evidence: dict[str, Any] = {"entropy_early": early, "entropy_late": late, "ratio": ratio, "threshold": threshold}
     if len(length) >= MIN_TREND_POINTS:
         l_early, l_late, _ = _early_late(length)
         evidence.update(mean_length_early=l_early, mean_length_late=l_late)
-    return Finding("entropy_collapse", ERROR, steps, evidence, "dapo",
+    return steps, message, evidence
+
+
+def _held_up(values: list[float]) -> bool:
+    """The late window's median is at least CONVERGED_HOLD x the best window's: no fall back from a peak."""
+    k = window_size(len(values))
+    best = max(median(values[i:i + k]) for i in range(len(values) - k + 1))
+    return median(values[-k:]) >= CONVERGED_HOLD * best
+
+
+def _convergence(traj: Trajectory, ctx: RunContext) -> str | None:
+    """Why a fall in entropy is the policy settling on answers that score, not a collapse: the training
+    correctness rose near its ceiling and stayed there, or a held-out score rose. None when neither shows."""
+    if _eval_divergence(traj, ctx) is not None:
+        return None  # the training reward rose and the held-out verifier did not follow: reward_hacking's case
+    if ctx.heldout is not None and ctx.heldout.improved:
+        return (f"held-out pass@1 rose from {ctx.heldout.base:.1%} to {ctx.heldout.trained:.1%}, better beyond the "
+                "noise (`finetune eval`, eval.json)")
+    if len(ctx.eval_scores) >= 3:
+        change = fitted_change([float(s) for s in ctx.eval_steps], ctx.eval_scores)
+        if change >= EVAL_GAP_MIN and _held_up(ctx.eval_scores):
+            return f"the held-out score rose {change:+.3f} and held ({ctx.eval_source or 'eval.jsonl'})"
+    correct_name, correct = correctness_series(traj, ctx)
+    if len(correct) < MIN_TREND_POINTS:
+        return None
+    early, late, _ = _early_late(correct)
+    ceiling = 1.0 if correct_name is not None else max(1.0, sum(ctx.reward_weights.values()) or 1.0)
+    if late - early >= CONVERGED_RISE and late >= CONVERGED_LEVEL * ceiling and _held_up(list(correct.values)):
+        return f"{correct_name or 'the reward'} rose from {fmt(early)} to {fmt(late)} and held"
+    return None
+
+
+def entropy_collapse(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Token entropy fell to a small share of where it started while the task is not solved: the policy
+    stopped exploring (-> DAPO). A fall while correctness or a held-out score rises is `converged`."""
+    fall = _entropy_fall(traj)
+    if fall is None or _convergence(traj, ctx) is not None:
+        return None
+    steps, message, evidence = fall
+    return Finding("entropy_collapse", ERROR, steps, {"message": message, **evidence}, "dapo",
                    "Switch to DAPO: clip-higher (epsilon_high 0.28) keeps low-probability tokens explorable, no KL "
                    "penalty, truncated completions masked; rerun from the same start.",
                    _variant_edit("dapo", "entropy_collapse"), variant_settings("dapo"))
+
+
+def converged(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Entropy fell while correctness or a held-out score rose and stayed up: the policy settled on answers
+    that score. Information, not a failure mode: the run stays healthy and no variant is proposed."""
+    fall = _entropy_fall(traj)
+    why = _convergence(traj, ctx) if fall is not None else None
+    if fall is None or why is None:
+        return None
+    steps, message, evidence = fall
+    return Finding("converged", INFO, steps, {"message": f"{message}; {why}: convergence, not entropy collapse",
+                                              "because": why, **evidence}, None,
+                   "Nothing to fix: a policy that has learned the task samples with less entropy. If you train on, "
+                   "watch the held-out score (`finetune eval`): a flat or falling one while entropy keeps falling is "
+                   "the entropy collapse DAPO is for.")
 
 
 def entropy_rising(traj: Trajectory, ctx: RunContext) -> Finding | None:
@@ -576,6 +637,7 @@ RULES: list[Rule] = [
     no_signal_all_pass,
     zero_loss,
     entropy_collapse,
+    converged,
     entropy_rising,
     length_reward_correlation,
     reward_hacking,
@@ -583,11 +645,17 @@ RULES: list[Rule] = [
 ]
 
 FINDING_IDS = ("entropy_collapse", "entropy_rising", "length_reward_correlation", "moe_instability", "no_signal_all_fail",
-               "no_signal_all_pass", "truncation", "reward_hacking", "kl_blowup", "zero_loss")
+               "no_signal_all_pass", "truncation", "reward_hacking", "kl_blowup", "zero_loss", "converged")
+_SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 
 def diagnose(traj: Trajectory, ctx: RunContext | None = None) -> list[Finding]:
-    """Every finding, errors first, then in rule order."""
+    """Every finding, errors first, then warnings, then information, each in rule order."""
     ctx = ctx or RunContext()
     found = [f for rule in RULES if (f := rule(traj, ctx)) is not None]
-    return sorted(found, key=lambda f: 0 if f.severity == ERROR else 1)
+    return sorted(found, key=lambda f: _SEVERITY_ORDER[f.severity])
+
+
+def failure_modes(findings: list[Finding]) -> list[Finding]:
+    """The findings that are failure modes (errors and warnings): a run with none of them is healthy."""
+    return [f for f in findings if f.severity != INFO]

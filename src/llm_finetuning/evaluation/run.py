@@ -84,7 +84,7 @@ def _valid_brief(path: Path) -> Brief:
 
     brief, errors = load_brief(path)
     if brief is None:
-        raise UnusableInput(f"{shown(path)} is no longer a valid brief: {errors[0].line() if errors else '?'}",
+        raise UnusableInput(f"{shown(path)} is no longer a valid brief: {errors[0].what() if errors else '?'}",
                             f"run `finetune check {shown(path)}` and fix what it names", str(path))
     return brief
 

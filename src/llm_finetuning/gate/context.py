@@ -51,6 +51,7 @@ class GateContext:
     trl_problem: str = ""
     memory: Estimate | None = None
     memory_problem: str = ""
+    memory_fix: str = ""  # what makes the estimate possible, when memory_problem says why there is none
     model_identity: str | None = None  # what the sampling verbs bound into the records (models.model_identity)
     # The brief's bindings now (records.bindings.current_bindings: reward specs and code, model, data), computed
     # once: both records are verified against them and the gate's fingerprint binds their reward code.
@@ -119,15 +120,16 @@ def _model_identity(brief: Brief) -> str | None:
         return None
 
 
-def _load_memory(brief: Brief) -> tuple[Estimate | None, str]:
+def _load_memory(brief: Brief) -> tuple[Estimate | None, str, str]:
+    """(estimate, why there is none, the fix that would make one) for the memory check."""
     from llm_finetuning.memory import estimate_brief
 
     try:
-        return estimate_brief(brief.data, brief.folder), ""
+        return estimate_brief(brief.data, brief.folder), "", ""
     except UnusableInput as exc:
-        return None, f"the memory estimate could not be made: {exc.line()}"
+        return None, f"the memory estimate could not be made: {exc.problem.what()}", exc.fix
     except Exception as exc:  # noqa: BLE001 - an estimator failure must not hide the other checks
-        return None, f"the memory estimate failed: {type(exc).__name__}: {exc}"
+        return None, f"the memory estimate failed: {type(exc).__name__}: {exc}", ""
 
 
 def _trackers_installed(brief: Brief) -> dict[str, bool]:
@@ -169,6 +171,6 @@ def load_context(brief: Brief) -> GateContext:
         ctx.trl_fields = grpo_config_fields()
     except FieldsUnavailable as exc:
         ctx.trl_problem = str(exc)
-    ctx.memory, ctx.memory_problem = _load_memory(brief)
+    ctx.memory, ctx.memory_problem, ctx.memory_fix = _load_memory(brief)
     ctx.tracker_installed = _trackers_installed(brief)
     return ctx

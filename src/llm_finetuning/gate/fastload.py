@@ -21,7 +21,8 @@ from llm_finetuning.fileio import atomic_write_json, cache_dir, sha256_bytes
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
 CODE_FILES = ("brief/__init__.py", "brief/check.py", "brief/columns.py", "brief/load.py",
-              "brief/brief.schema.json", "reward_registry.py")
+              "brief/brief.schema.json", "brief/defaults.py", "reward_registry.py",
+              "models.py")
 
 
 def _stat(p: Path) -> str:

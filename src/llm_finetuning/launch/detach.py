@@ -284,13 +284,13 @@ def _progress(traj: Any, max_steps: int | None) -> dict[str, Any]:
 
 def _finding(run_dir: Path, traj: Any) -> dict[str, Any] | None:
     """The most serious diagnose finding now, or None when healthy (the rules need a few steps first)."""
-    from llm_finetuning.diagnose import diagnose, load_context
+    from llm_finetuning.diagnose import diagnose, failure_modes, load_context
 
     try:
         ctx = load_context(run_dir)
     except UnusableInput:
         return None
-    findings = diagnose(traj, ctx)
+    findings = failure_modes(diagnose(traj, ctx))  # an info finding (converged) is no failure to report
     if not findings:
         return None
     f = findings[0]

@@ -1,5 +1,7 @@
 """Predict a GRPO run's peak GPU memory before launch (`finetune memory`, the gate's memory check).
 
+A CPU brief (`hardware.gpus: 0`) is estimated against this machine's RAM, with no CUDA context.
+
 Pure arithmetic over the model's shape and the run's settings: no torch, transformers or trl import,
 so it answers in milliseconds. The shape comes from a local config.json, a GGUF header, or a built-in
 table of common hub models. The constants are explained in `estimator.py` and held to measured runs
@@ -9,6 +11,7 @@ by tests/memory/test_calibration.py.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -80,12 +83,21 @@ def _gguf(path: Path, name: str) -> ModelShape:
                             "model.gguf_file") from exc
 
 
+def host_ram_gib() -> float | None:
+    """This machine's physical memory in GiB (what a CPU run must fit in); None where the OS does not say."""
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def settings_from_brief(data: dict[str, Any]) -> Settings:
     """Settings from a brief's data (schema defaults applied)."""
     model = data.get("model", {})
     grpo = data.get("grpo", {})
     hw = data.get("hardware", {})
     overrides = grpo.get("overrides") or {}
+    cpu = int(hw.get("gpus", 1)) == 0
     gpus = int(hw.get("gpus", 1)) or 1
     generation = hw.get("generation", "vllm-colocate")
     if generation == "vllm-server" and int(hw.get("nodes", 1)) == 1 and gpus > 1:
@@ -99,7 +111,7 @@ def settings_from_brief(data: dict[str, Any]) -> Settings:
         adapter=model.get("adapter", "full"),
         dtype=model.get("dtype", "bfloat16"),
         gpus=gpus,
-        gpu_memory_gib=float(hw.get("gpu_memory_gib", 80)),
+        gpu_memory_gib=(host_ram_gib() if cpu else None) or float(hw.get("gpu_memory_gib", 80)),
         num_generations=int(grpo.get("num_generations", 8)),
         per_device_batch=int(grpo.get("per_device_train_batch_size", 8)),
         gradient_accumulation_steps=int(grpo.get("gradient_accumulation_steps", 4)),
@@ -112,6 +124,7 @@ def settings_from_brief(data: dict[str, Any]) -> Settings:
         lora_r=int((model.get("lora") or {}).get("r", 16)),
         vllm_gpu_memory_utilization=hw.get("vllm_gpu_memory_utilization"),
         vllm_enable_sleep_mode=None if sleep is None else bool(sleep),
+        cpu=cpu,
     )
 
 

@@ -110,7 +110,7 @@ class Settings:
     adapter: str = "full"
     dtype: str = "bfloat16"
     gpus: int = 1  # training GPUs (vllm-server GPUs excluded)
-    gpu_memory_gib: float = 80.0
+    gpu_memory_gib: float = 80.0  # per GPU; on CPU (`cpu`), the machine's RAM
     num_generations: int = 8
     per_device_batch: int = 8
     gradient_accumulation_steps: int = 4
@@ -124,6 +124,7 @@ class Settings:
     lora_r: int = 16
     vllm_gpu_memory_utilization: float | None = None  # None: the estimate chooses
     vllm_enable_sleep_mode: bool | None = None  # None: the estimate chooses
+    cpu: bool = False  # a CPU run (hardware.gpus 0): memory is RAM and there is no CUDA context
 
     def generation_batch(self) -> int:
         """Completions generated at once on one device (TRL: per-device batch x steps per generation)."""
@@ -150,8 +151,15 @@ class Estimate:
 
     @property
     def device_total_gib(self) -> float:
-        """Peak reserved plus the CUDA context: what the GPU must hold."""
+        """Peak reserved plus the CUDA context: what the GPU must hold (on CPU: the RAM)."""
         return self.total_gib + self.cuda_context_gib
+
+    @property
+    def device(self) -> str:
+        """How messages name the memory the run must fit: `1 GPU(s) x 80 GiB`, or `CPU, 23 GiB RAM`."""
+        if self.settings.cpu:
+            return f"CPU, {self.gpu_memory_gib:g} GiB RAM"
+        return f"{self.settings.gpus} GPU(s) x {self.gpu_memory_gib:g} GiB"
 
     @property
     def headroom_gib(self) -> float:
@@ -561,7 +569,7 @@ def _core(shape: ModelShape, s: Settings) -> Estimate:
     allocated = sum(v for k, v in components.items() if not k.startswith("vllm"))
     components["allocator_slack"] = allocated * (ALLOCATOR_SLACK - 1)
     total = sum(components.values())
-    context = CUDA_CONTEXT_GIB + (NCCL_GIB if s.gpus > 1 else 0.0)
+    context = 0.0 if s.cpu else CUDA_CONTEXT_GIB + (NCCL_GIB if s.gpus > 1 else 0.0)
     colocated = s.generation == "vllm-colocate"
     util = s.vllm_gpu_memory_utilization
     recommend = {

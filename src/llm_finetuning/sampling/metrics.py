@@ -101,11 +101,11 @@ def verdict(fig: dict[str, Any], k: int, max_completion_length: int) -> Verdict:
     if fig["pass_at_k"] == 0:
         if truncated >= TRUNCATION_WARN:
             advice.append(lengthen)
-        advice += [
+        advice += [  # inspecting the reward takes minutes; SFT and a curriculum take a training run
+            "check the reward with `finetune inspect`: a reward that never fires may be wrong",
             "SFT first: fine-tune on a few hundred demonstrations of the expected output "
             "(lora-qlora-recipes skill), then run the baseline on the SFT model",
             "easier prompts: start GRPO on a subset the model sometimes solves (a curriculum)",
-            "check the reward with `finetune inspect`: a reward that never fires may be wrong",
         ]
         return Verdict(False, f"No learning signal: none of {fig['completions']} completions succeeded "
                               f"(pass@{k} = 0). GRPO learns only from differences within a group.", advice)

@@ -6,6 +6,11 @@ the record was measured under sampling settings other than the brief's (each dif
 not say which settings it was measured under: its figures may then not describe this brief's run.
 Fails a record measured at an evaluation setting (`finetune baseline --temperature T` or `--greedy`):
 the learning signal is judged at the training temperature, where GRPO samples its groups.
+
+At zero success the fix is the baseline's own advice (the record's `verdict`), with `finetune inspect`
+first while no sealed inspection has checked the reward: a reward that never matches the model's answers
+(its extraction, pattern or answer field) gives the same figures as a task out of reach, and costs minutes
+to rule out where SFT costs a training run.
 """
 
 from __future__ import annotations
@@ -34,11 +39,8 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     n = b.get("prompts", {}).get("count", "?")
     figures = f"pass@1 {b['pass_at_1']:.2f}, pass@{b['k']} {b['pass_at_k']:.2f} over {n} prompts"
     if b["pass_at_k"] <= 0:
-        return [CheckResult(
-            ID, FAIL, PATH, f"the base model never succeeded ({figures}): every group ties at zero and GRPO "
-            "has nothing to learn from",
-            "train on demonstrations first with SFT (the lora-qlora-recipes skill), point model.id at the SFT "
-            f"model, then run `finetune baseline {shown(brief.path)}` again")] + settings_warnings(brief, b)
+        return [zero_success_failure(brief, b, figures, reward_checked=not ctx.inspection_problems)] + \
+            settings_warnings(brief, b)
     results = [CheckResult(ID, PASS, PATH, f"base success is nonzero: {figures}")]
     tie = b["frac_groups_all_tie"]
     if tie >= TIE_WARN:
@@ -53,6 +55,31 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
             "raise grpo.max_completion_length or ask for a shorter answer in the prompt, then run "
             f"`finetune baseline {shown(brief.path)}` again"))
     return results + settings_warnings(brief, b)
+
+
+def _recorded_advice(record: dict[str, Any]) -> list[str]:
+    """The advice `finetune baseline` wrote into the record's verdict (older records have none)."""
+    verdict = record.get("verdict")
+    advice = verdict.get("advice") if isinstance(verdict, dict) else None
+    return [a for a in advice if isinstance(a, str) and a] if isinstance(advice, list) else []
+
+
+def zero_success_failure(brief: Brief, record: dict[str, Any], figures: str, reward_checked: bool) -> CheckResult:
+    """pass@k is 0: the baseline's own advice, with `finetune inspect` first while no inspection checked the
+    reward and left out once one has (`reward_checked`)."""
+    advice = _recorded_advice(record) or [
+        "train on demonstrations first with SFT (the lora-qlora-recipes skill), point model.id at the SFT "
+        f"model, then run `finetune baseline {shown(brief.path)}` again"]
+    message = f"the base model never succeeded ({figures}): every group ties at zero and GRPO has nothing to learn from"
+    advice = [a for a in advice if "finetune inspect" not in a] or advice
+    if not reward_checked:
+        inspection = shown(brief.resolve(str(brief.section("records").get("inspection"))))
+        advice.insert(0, f"check the reward first: `finetune inspect {shown(brief.path)}` then `finetune review "
+                         f"{inspection}` shows whether it scores right answers as right")
+        message += ("; no inspection has checked the reward yet, and a reward that never matches the model's "
+                    "answers (its extraction, pattern or answer field) gives these same figures")
+    fix = " ".join(f"({i}) {a}" for i, a in enumerate(advice, 1)) if len(advice) > 1 else advice[0]
+    return CheckResult(ID, FAIL, PATH, message, fix)
 
 
 def evaluation_setting_failure(brief: Brief, record: dict[str, Any]) -> CheckResult:

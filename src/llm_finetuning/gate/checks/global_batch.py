@@ -22,19 +22,25 @@ def nearest_multiple(value: int, step: int) -> int:
     return lower if value - lower < upper - value else upper
 
 
+def groups_of(total: int, n: int) -> str:
+    """`4 groups of 8`, `1 group of 12`: how many groups of n completions a global batch of `total` holds."""
+    count = total // n
+    return f"{count} group{'' if count == 1 else 's'} of {n}"
+
+
 def smallest_fixes(per_device: int, accumulation: int, processes: int, n: int) -> list[str]:
     """Edits that make the global batch divisible by n: gradient accumulation first (it leaves the
     per-step memory alone), then the per-device batch, then the group size."""
     ga = nearest_multiple(accumulation, n // gcd(per_device * processes, n))
     pd = nearest_multiple(per_device, n // gcd(accumulation * processes, n))
     fixes = [f"set `grpo.gradient_accumulation_steps: {ga}` (global batch {per_device * ga * processes} = "
-             f"{per_device * ga * processes // n} groups of {n})",
+             f"{groups_of(per_device * ga * processes, n)})",
              f"set `grpo.per_device_train_batch_size: {pd}` (global batch {pd * accumulation * processes})"]
     total = per_device * accumulation * processes
     divisors = [d for d in range(MIN_NUM_GENERATIONS, total + 1) if total % d == 0]
     if divisors:
         d = min(divisors, key=lambda x: (abs(x - n), -x))
-        fixes.append(f"set `grpo.num_generations: {d}` ({total // d} groups of {d})")
+        fixes.append(f"set `grpo.num_generations: {d}` ({groups_of(total, d)})")
     return fixes
 
 
@@ -51,4 +57,4 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
                             f"global batch {formula} is not divisible by num_generations {n}",
                             "; or ".join(fixes))]
     return [CheckResult(ID, PASS, "grpo.gradient_accumulation_steps",
-                        f"global batch {formula} = {total // n} groups of {n}")]
+                        f"global batch {formula} = {groups_of(total, n)}")]
