@@ -14,6 +14,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Claude Code sets CLAUDECODE=1 for its Bash commands and the gate's protection check reads it: tests run from
+# inside Claude Code gate as a person's terminal does, unless a test sets it.
+os.environ.pop("CLAUDECODE", None)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
