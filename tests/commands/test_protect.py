@@ -105,3 +105,19 @@ def test_unreadable_settings_are_left_alone(project: Path) -> None:
     assert code == 2
     assert "cannot be read as JSON" in err and "left unchanged" in err
     assert (project / ".claude" / "settings.json").read_text() == "{not json"
+
+
+
+def test_a_settings_file_that_cannot_be_written_is_one_line(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from llm_finetuning import fileio
+
+    def read_only(path: Path, data: bytes, mode: int | None = None) -> None:  # as the sandbox makes .claude/
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(fileio, "atomic_write_bytes", read_only)
+    code, _, err = protect(project)
+    assert code == 2
+    assert err == (f"error: {project}/.claude/settings.json: cannot be written (Read-only file system). Fix: run "
+                   "`finetune protect` in your own terminal, not from an agent's shell\n")

@@ -96,7 +96,12 @@ def command(project: Path) -> None:
     if settings == existing:
         click.echo(f"{target}: already protected")
     else:
-        atomic_write_bytes(target, (json.dumps(settings, indent=2) + "\n").encode(), mode=0o644)
+        try:
+            atomic_write_bytes(target, (json.dumps(settings, indent=2) + "\n").encode(), mode=0o644)
+        except OSError as exc:  # inside a protected project's sandbox .claude/ is read-only, as it should be
+            fail_unusable(UnusableInput(f"cannot be written ({exc.strerror or exc}).",
+                                        "run `finetune protect` in your own terminal, not from an agent's shell",
+                                        str(target)))
         click.echo(f"wrote {target}: Claude Code's sandbox is on in {project} and fails closed "
                    "(no unsandboxed fallback; dangerouslyDisableSandbox is ignored)")
     click.echo("briefs: " + (", ".join(str(b.relative_to(project)) for b in briefs) or "none found"))
