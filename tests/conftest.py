@@ -49,6 +49,10 @@ def session_user_trusted_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     yield SESSION_USER_TRUSTED_KEYS
     SESSION_USER_TRUSTED_KEYS.unlink(missing_ok=True)
 
+# Claude Code sets CLAUDECODE=1 for its Bash commands and the gate's protection check reads it: tests run from
+# inside Claude Code gate as a person's terminal does, unless a test sets it.
+os.environ.pop("CLAUDECODE", None)
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite golden files in tests/golden/")

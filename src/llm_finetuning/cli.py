@@ -31,6 +31,7 @@ VERBS: dict[str, str] = {
     "memory": "memory",
     "demo": "demo",
     "install-command": "install_command",
+    "protect": "protect",
 }
 
 

@@ -18,11 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launch"))
 from launch_cases import copy_model, make_brief  # noqa: E402
 
 pytestmark = [pytest.mark.plugin, pytest.mark.slow]
+OPT_OUT = ("protection:\n  required: false\n  reason: a detached run cannot outlive a sandboxed Bash call "
+           "(docs/security.md); this tests the detach itself\n")
 
 
 def test_a_detached_launch_returns_within_the_bash_call_and_outlives_the_chat(chat: Any, tiny_model_dir: Path) -> None:
     model = copy_model(tiny_model_dir, chat.project / "tiny")
-    brief = make_brief(chat.project / "b", model, max_steps=12)
+    brief = make_brief(chat.project / "b", model, max_steps=12, extra=OPT_OUT)
     assert chat.finetune("render", str(brief), "-o", "run").returncode == 0
     run = chat.project / "run"
 
@@ -53,7 +55,7 @@ def test_the_model_polls_status_until_the_run_finishes_and_an_edited_run_is_deni
     from messages_server import Repeat, Request
 
     model = copy_model(tiny_model_dir, chat.project / "tiny")
-    brief = make_brief(chat.project / "b", model, max_steps=6)
+    brief = make_brief(chat.project / "b", model, max_steps=6, extra=OPT_OUT)
     assert chat.finetune("render", str(brief), "-o", "run").returncode == 0
     assert chat.finetune("render", str(brief), "-o", "edited").returncode == 0
     config = chat.project / "edited" / "grpo_config.yaml"

@@ -26,7 +26,9 @@ def test_writes_the_thin_command_and_prints_it(tmp_path: Path) -> None:
     assert code == 0, err
     assert target.read_text() == COMMAND_TEXT
     assert out == (f"wrote {target}: /finetune BRIEF in Claude Code now hands over to the llm-finetuning plugin's "
-                   f"/llm-finetuning:finetune (the plugin must be installed)\n{COMMAND_TEXT}")
+                   f"/llm-finetuning:finetune (the plugin must be installed)\n{COMMAND_TEXT}"
+                   f"To keep the agent's commands off the records and the reviewer's key there, run `finetune "
+                   f"protect --project {tmp_path}` (docs/security.md says what it costs).\n")
     assert 'skill: "llm-finetuning:finetune"' in COMMAND_TEXT and 'args: "$ARGUMENTS"' in COMMAND_TEXT
 
 

@@ -22,7 +22,7 @@ def directives(text: str) -> dict[str, dict[str, str]]:
         if not line.startswith("#") or ":" not in line:
             continue
         key, _, rest = line[1:].partition(":")
-        if key.strip() in ("baseline", "inspection", "records"):
+        if key.strip() in ("baseline", "inspection", "records", "env"):
             out[key.strip()] = dict(item.split("=", 1) if "=" in item else (item, "") for item in rest.split())
     return out
 

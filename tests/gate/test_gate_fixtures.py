@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from gate_fixtures import directives
 
 from llm_finetuning.cli import cli
 from llm_finetuning.gate.checks import CHECKS
@@ -18,7 +19,8 @@ def run_gate_cli(brief: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> t
     monkeypatch.chdir(brief.parent)
     result = CliRunner().invoke(cli, ["gate", brief.name, *extra])
     # messages from other areas may name absolute paths: show them relative to the brief's folder
-    return result.exit_code, result.stdout.replace(str(brief.parent.resolve()) + "/", "")
+    folder = str(brief.parent.resolve())
+    return result.exit_code, result.stdout.replace(folder + "/", "").replace(folder, ".")
 
 
 def fail_lines(out: str) -> list[str]:
@@ -35,6 +37,8 @@ def test_every_registered_check_has_a_fixture() -> None:
 def test_fixture_fails_only_its_check(case: str, make_brief, monkeypatch: pytest.MonkeyPatch,
                                       update_golden: bool) -> None:
     check_id = case.split("-")[0]
+    for name, value in directives((FIXTURES / f"{case}.yaml").read_text()).get("env", {}).items():
+        monkeypatch.setenv(name, value)  # the protection fixture runs as inside Claude Code
     code, out = run_gate_cli(make_brief(case), monkeypatch)
     assert code == 1, out
     failing = fail_lines(out)

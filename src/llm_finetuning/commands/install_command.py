@@ -59,3 +59,5 @@ def command(project: Path, force: bool) -> None:
     click.echo(f"wrote {target}: /finetune BRIEF in Claude Code now hands over to the llm-finetuning "
                f"plugin's /{PLUGIN_COMMAND} (the plugin must be installed)")
     click.echo(COMMAND_TEXT.rstrip())
+    click.echo(f"To keep the agent's commands off the records and the reviewer's key there, run `finetune protect "
+               f"--project {project}` (docs/security.md says what it costs).")

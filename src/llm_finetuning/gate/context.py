@@ -34,6 +34,18 @@ class Deviation:
     problem: str = ""
 
 
+@dataclass(frozen=True)
+class ProtectionFacts:
+    """Where the gate runs and what protects the brief's project (`gate.protection`), read once."""
+
+    in_claude_code: bool  # the pinned client sets CLAUDECODE=1 for every Bash command
+    project: Path
+    settings: dict[str, Any] | None  # .claude/settings.local.json merged over settings.json; None: neither there
+    settings_problem: str = ""  # a settings file that cannot be read
+    key_path: Path | None = None  # the reviewer's private key (locations.private_key_path)
+    key_readable: bool = False  # it could be opened from this process
+
+
 @dataclass
 class GateContext:
     """What the checks read besides the brief, loaded once by `load_context`; where a piece could not be read,
@@ -57,6 +69,7 @@ class GateContext:
     # once: both records are verified against them and the gate's fingerprint binds their reward code.
     bindings: dict[str, Any] = field(default_factory=dict)
     tracker_installed: dict[str, bool] = field(default_factory=dict)  # tracking.report_to name -> importable here
+    protection: ProtectionFacts | None = None
 
 
 def _load_judge(brief: Brief) -> list[str] | None:
@@ -148,6 +161,38 @@ def _trackers_installed(brief: Brief) -> dict[str, bool]:
     return out
 
 
+def _load_protection(brief: Brief) -> ProtectionFacts:
+    """Whether the gate runs inside Claude Code, the project's merged Claude Code settings, and whether the
+    reviewer's private key opens from here (inside the sandbox's denyRead it does not)."""
+    import json
+    import os
+
+    from llm_finetuning import locations
+    from llm_finetuning.gate.protection import merged_settings
+
+    project = locations.project_root(brief.folder)
+    main = locations.project_settings_path(project)
+    merged: dict[str, Any] | None = None
+    problem = ""
+    for path in (main, main.with_name("settings.local.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            problem = f"{path} cannot be read as JSON ({exc})"
+            continue
+        if isinstance(data, dict):
+            merged = merged_settings(merged or {}, data)
+    key = locations.private_key_path()
+    try:
+        with open(key, "rb"):
+            readable = True
+    except OSError:
+        readable = False
+    return ProtectionFacts(os.environ.get("CLAUDECODE") == "1", project, merged, problem, key, readable)
+
+
 def load_context(brief: Brief) -> GateContext:
     """Read every record and fact the checks need for `brief`."""
     from llm_finetuning.gate.trl_fields import FieldsUnavailable, grpo_config_fields
@@ -173,4 +218,5 @@ def load_context(brief: Brief) -> GateContext:
         ctx.trl_problem = str(exc)
     ctx.memory, ctx.memory_problem, ctx.memory_fix = _load_memory(brief)
     ctx.tracker_installed = _trackers_installed(brief)
+    ctx.protection = _load_protection(brief)
     return ctx

@@ -14,6 +14,7 @@ from llm_finetuning.gate.checks import (
     memory_fits,
     num_generations,
     overrides,
+    protection,
     recipe_values,
     reward_inspected,
     text_only,
@@ -29,5 +30,6 @@ Check = Callable[[Brief, GateContext], list[CheckResult]]
 CHECKS: list[tuple[str, Check]] = [
     (m.ID, m.check)
     for m in (brief_is_valid, verifiable_reward, text_only, base_success, reward_inspected, num_generations,
-              global_batch, recipe_values, variant_table, generation_hardware, overrides, tracking, memory_fits)
+              global_batch, recipe_values, variant_table, generation_hardware, overrides, tracking, memory_fits,
+              protection)
 ]

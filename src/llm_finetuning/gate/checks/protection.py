@@ -1,0 +1,41 @@
+"""The project protects its records and the reviewer's key when an agent runs the gate inside Claude Code.
+
+Inside Claude Code (the client sets CLAUDECODE=1 for its Bash commands) the check fails when the reviewer's
+private key opens from the gate's own process, or when the project's settings lack what `finetune protect`
+writes (the sandbox on, failing closed, unsandboxed commands off, the brief's records folders denied for
+writing, the key folder for reading); `protection: {required: false, reason: ...}` turns that into a
+warning. In a person's own terminal it passes with a note. What the settings enforce: docs/security.md.
+"""
+
+from __future__ import annotations
+
+from llm_finetuning.brief import Brief
+from llm_finetuning.gate.context import GateContext
+from llm_finetuning.gate.protection import FIX, missing_protection, records_folders
+from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
+
+ID = "protection"
+PATH = "protection"
+
+
+def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
+    facts = ctx.protection
+    if facts is None or not facts.in_claude_code:
+        return [CheckResult(ID, PASS, PATH, "not run inside Claude Code (CLAUDECODE unset): a person's own "
+                            "terminal, where nothing needs fencing in")]
+    found = []
+    if facts.key_readable:
+        found.append(f"the reviewer's private key {facts.key_path} is readable from the gate's own process")
+    if facts.settings is None:
+        found.append(facts.settings_problem or f"{facts.project}/.claude/settings.json does not exist")
+    else:
+        found += missing_protection(facts.settings, facts.project, records_folders(brief.data, brief.folder))
+    fix = FIX.format(project=facts.project)
+    if not found:
+        return [CheckResult(ID, PASS, PATH, "inside Claude Code, and the sandbox fences the records and the "
+                            "reviewer's key in this project")]
+    opt_out = brief.section("protection")
+    if opt_out.get("required") is False:
+        return [CheckResult(ID, WARN, PATH, f"inside Claude Code without the protection ({'; '.join(found)}); "
+                            f"the brief does without it: {opt_out.get('reason')}", fix)]
+    return [CheckResult(ID, FAIL, PATH, f"inside Claude Code, {what}", fix) for what in found]

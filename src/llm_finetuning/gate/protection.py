@@ -1,0 +1,150 @@
+"""The Claude Code settings that make the operating system keep an agent off a project's records and the
+reviewer's key: what `finetune protect` writes and what the gate's `protection` check looks for.
+
+Tested on Claude Code 2.1.332 with the real client (docs/security.md, "What the sandbox enforces"):
+
+- `sandbox.filesystem.denyWrite` holds for every Bash command and its children (read-only file system);
+  `sandbox.filesystem.denyRead` hides a folder from Bash but not from the Read tool;
+- a `Read(...)` deny rule stops the Read tool and is merged into the sandbox's denyRead, an `Edit(...)`
+  deny rule stops Write and Edit and is merged into denyWrite (the client warns that `Write(...)` rules
+  are never matched: Edit rules cover every file-editing tool);
+- absolute paths are written `/abs` in sandbox.filesystem and `//abs` in a permission rule (there `/abs`
+  is relative to the project).
+
+Standard library only: the gate answers inside an agent's chat.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning import locations
+
+# sandbox on; no unsandboxed fallback when bubblewrap/Seatbelt is missing; `dangerouslyDisableSandbox` ignored
+SANDBOX_FLAGS: dict[str, bool] = {"enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False}
+FIX = "run `finetune protect --project {project}` in your own terminal, then restart Claude Code there"
+
+
+def claude_config_dir() -> Path:
+    """Claude Code's own folder (`$CLAUDE_CONFIG_DIR`, else `~/.claude`): the installed plugins and the user's
+    settings live there, where an agent could switch the plugin's guard off."""
+    chosen = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(chosen).expanduser() if chosen else Path.home() / ".claude"
+
+
+def records_folders(brief_data: dict[str, Any], brief_folder: Path) -> list[Path]:
+    """The folders of a brief's `records.*` paths (its data with the schema's defaults applied: `records/`
+    beside the brief unless it names others), absolute."""
+    folders = set()
+    for rel in (brief_data.get("records") or {}).values():
+        path = Path(str(rel)).expanduser()
+        folders.add(Path(os.path.abspath((path if path.is_absolute() else brief_folder / path).parent)))
+    return sorted(folders)
+
+
+@dataclass(frozen=True)
+class Protection:
+    """The folders (and single files) an agent's tools may not write, and the folders they may not read."""
+
+    deny_write: tuple[Path, ...]
+    deny_write_files: tuple[Path, ...]
+    deny_read: tuple[Path, ...]
+
+    @classmethod
+    def for_project(cls, project: Path, records: Iterable[Path]) -> Protection:
+        project = Path(os.path.abspath(project))
+        write = [*records, project / ".claude", project / locations.PROJECT_DIR_NAME, locations.user_config_dir(),
+                 claude_config_dir() / "plugins"]
+        return cls(tuple(dict.fromkeys(Path(os.path.abspath(p)) for p in write)),
+                   (Path(os.path.abspath(claude_config_dir() / "settings.json")),),
+                   (Path(os.path.abspath(locations.key_dir())),))
+
+    def settings(self) -> dict[str, Any]:
+        """The settings fragment: sandbox flags, sandbox.filesystem and the permission deny rules."""
+        rules = ([f"Edit(/{p}/**)" for p in self.deny_write] + [f"Edit(/{p})" for p in self.deny_write_files]
+                 + [f"Read(/{p}/**)" for p in self.deny_read])
+        write = [str(p) for p in (*self.deny_write, *self.deny_write_files)]
+        return {"sandbox": {**SANDBOX_FLAGS, "filesystem": {"denyWrite": write,
+                                                            "denyRead": [str(p) for p in self.deny_read]}},
+                "permissions": {"deny": rules}}
+
+
+def merged_settings(existing: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any]:
+    """`existing` with `fragment` added: a list gains the entries it lacks (its own order kept), a mapping is
+    merged key by key, any other value is replaced. Nothing of the person's own is dropped."""
+    out = dict(existing)
+    for key, value in fragment.items():
+        old = out.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            out[key] = merged_settings(old, value)
+        elif isinstance(value, list) and isinstance(old, list):
+            out[key] = old + [v for v in value if v not in old]
+        else:
+            out[key] = value
+    return out
+
+
+def _sandbox_path(entry: str, project: Path) -> Path:
+    """A sandbox.filesystem path as the client reads it: `//abs` and `/abs` absolute, `~/` the home, else
+    relative to the project."""
+    if entry.startswith("~"):
+        return Path(os.path.abspath(Path(entry).expanduser()))
+    if entry.startswith("/"):
+        return Path(os.path.abspath("/" + entry.lstrip("/")))
+    return Path(os.path.abspath(project / entry))
+
+
+def _rule_paths(rules: Iterable[Any], tool: str, project: Path) -> list[Path]:
+    """The folders `Tool(path/**)` deny rules name: `//abs` absolute, `~/` the home, `/x` and `x` in the project."""
+    out = []
+    for rule in rules:
+        if not (isinstance(rule, str) and rule.startswith(f"{tool}(") and rule.endswith(")")):
+            continue
+        spec = rule[len(tool) + 1:-1].removesuffix("/**").removesuffix("/*").rstrip("/") or "/"
+        if spec.startswith("//") or spec.startswith("~"):
+            out.append(_sandbox_path(spec, project))
+        else:
+            out.append(Path(os.path.abspath(project / spec.lstrip("/"))))
+    return out
+
+
+def _covered(folder: Path, by: Iterable[Path]) -> bool:
+    return any(folder == p or p in folder.parents for p in by)
+
+
+def _mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def missing_protection(settings: dict[str, Any], project: Path, records: Iterable[Path]) -> list[str]:
+    """What the project's (merged) settings lack for the brief's records folders and the reviewer's key,
+    one phrase each; empty when the protection holds."""
+    sandbox = _mapping(settings, "sandbox")
+    filesystem = _mapping(sandbox, "filesystem")
+    deny_rules = _mapping(settings, "permissions").get("deny")
+    deny_rules = deny_rules if isinstance(deny_rules, list) else []
+    missing = [f"sandbox.{key} is not {str(value).lower()}" for key, value in SANDBOX_FLAGS.items()
+               if sandbox.get(key) is not value]
+    edit_rules = _rule_paths(deny_rules, "Edit", project)
+    write = [_sandbox_path(str(e), project) for e in _strings(filesystem.get("denyWrite"))] + edit_rules
+    for folder in records:
+        if not _covered(folder, write):
+            missing.append(f"the records folder {folder} is not in sandbox.filesystem.denyWrite")
+        elif not _covered(folder, edit_rules):
+            missing.append(f"no Edit({folder}) deny rule keeps the Write and Edit tools off {folder}")
+    key = Path(os.path.abspath(locations.key_dir()))
+    read_rules = _rule_paths(deny_rules, "Read", project)
+    if not _covered(key, [_sandbox_path(e, project) for e in _strings(filesystem.get("denyRead"))] + read_rules):
+        missing.append(f"the key folder {key} is not in sandbox.filesystem.denyRead")
+    elif not _covered(key, read_rules):
+        missing.append(f"no Read({key}) deny rule keeps the Read tool off the key folder")
+    return missing

@@ -1,0 +1,123 @@
+"""`finetune protect`: merges the sandbox and deny rules into the project's .claude/settings.json for every
+records folder its briefs name, keeps the person's own settings, and changes nothing on a second run.
+(What those settings enforce on the real client: tests/redteam and docs/security.md.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from llm_finetuning import locations
+from llm_finetuning.cli import cli
+from llm_finetuning.gate.protection import claude_config_dir
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "smollm2-json"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("LLM_FINETUNING_KEY_DIR", str(tmp_path / "keys"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))
+    folder = tmp_path / "project"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("runs", "__pycache__"))
+    return folder
+
+
+def protect(project: Path) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["protect", "--project", str(project)])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def settings(project: Path) -> dict:
+    return json.loads((project / ".claude" / "settings.json").read_text())
+
+
+def test_it_fences_the_records_claude_folders_and_the_key(project: Path, tmp_path: Path) -> None:
+    code, out, err = protect(project)
+    assert code == 0, err
+    written = settings(project)
+    sandbox = written["sandbox"]
+    assert (sandbox["enabled"], sandbox["failIfUnavailable"], sandbox["allowUnsandboxedCommands"]) == (True, True, False)
+    denied = [str(project / "records"), str(project / ".claude"), str(project / ".llm-finetuning"),
+              str(locations.user_config_dir()), str(claude_config_dir() / "plugins"),
+              str(claude_config_dir() / "settings.json")]
+    assert sandbox["filesystem"] == {"denyWrite": denied, "denyRead": [str(tmp_path / "keys")]}
+    assert written["permissions"]["deny"] == [
+        *(f"Edit(/{p}/**)" for p in denied[:-1]), f"Edit(/{denied[-1]})", f"Read(/{tmp_path}/keys/**)"]
+    assert out.splitlines()[:2] == [
+        f"wrote {project}/.claude/settings.json: Claude Code's sandbox is on in {project} and fails closed "
+        "(no unsandboxed fallback; dangerouslyDisableSandbox is ignored)", "briefs: brief.yaml"]
+    assert "running `finetune protect` again" in out and "in your own terminal" in out
+
+
+def test_the_persons_settings_are_kept_and_a_second_run_changes_nothing(project: Path) -> None:
+    (project / ".claude").mkdir()
+    mine = {"model": "opus", "permissions": {"allow": ["Bash(ls:*)"], "deny": ["Read(./.env)"]},
+            "sandbox": {"excludedCommands": ["docker"], "filesystem": {"denyWrite": ["secrets"]}}}
+    (project / ".claude" / "settings.json").write_text(json.dumps(mine))
+    assert protect(project)[0] == 0
+    first = (project / ".claude" / "settings.json").read_bytes()
+    written = json.loads(first)
+    assert written["model"] == "opus" and written["permissions"]["allow"] == ["Bash(ls:*)"]
+    assert written["permissions"]["deny"][0] == "Read(./.env)"
+    assert written["sandbox"]["excludedCommands"] == ["docker"]
+    assert written["sandbox"]["filesystem"]["denyWrite"][:2] == ["secrets", str(project / "records")]
+    code, out, _ = protect(project)
+    assert code == 0 and out.startswith(f"{project}/.claude/settings.json: already protected")
+    assert (project / ".claude" / "settings.json").read_bytes() == first
+
+
+def test_every_brief_under_the_project_is_found_with_the_records_it_names(project: Path) -> None:
+    (project / "second").mkdir()
+    (project / "second" / "brief.yml").write_text("brief: 1\nrecords:\n  inspection: ../evidence-store/i.json\n")
+    (project / "notes.yaml").write_text("title: not a brief\n")
+    (project / "runs" / "old").mkdir(parents=True)
+    (project / "runs" / "old" / "brief.yaml").write_text("brief: 1\nrecords:\n  baseline: /elsewhere/b.json\n")
+    code, out, _ = protect(project)
+    assert code == 0
+    assert "briefs: brief.yaml, second/brief.yml" in out
+    deny_write = settings(project)["sandbox"]["filesystem"]["denyWrite"]
+    assert str(project / "evidence-store") in deny_write and str(project / "second" / "records") in deny_write
+    assert "/elsewhere" not in deny_write  # runs/ holds rendered copies, not briefs
+
+
+def test_a_brief_added_later_is_covered_by_running_it_again(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert protect(project)[0] == 0
+    (project / "brief.yaml").write_text((project / "brief.yaml").read_text().replace(
+        "inspection: records/inspection.json", "inspection: sealed/inspection.json"))
+    monkeypatch.setenv("CLAUDECODE", "1")
+    monkeypatch.chdir(project)
+    gate = CliRunner().invoke(cli, ["gate", "brief.yaml"])
+    assert f"FAIL  protection            protection: inside Claude Code, the records folder {project}/sealed is not" \
+        in gate.stdout
+    assert protect(project)[0] == 0
+    assert str(project / "sealed") in settings(project)["sandbox"]["filesystem"]["denyWrite"]
+
+
+def test_unreadable_settings_are_left_alone(project: Path) -> None:
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text("{not json")
+    code, _, err = protect(project)
+    assert code == 2
+    assert "cannot be read as JSON" in err and "left unchanged" in err
+    assert (project / ".claude" / "settings.json").read_text() == "{not json"
+
+
+
+def test_a_settings_file_that_cannot_be_written_is_one_line(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from llm_finetuning import fileio
+
+    def read_only(path: Path, data: bytes, mode: int | None = None) -> None:  # as the sandbox makes .claude/
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(fileio, "atomic_write_bytes", read_only)
+    code, _, err = protect(project)
+    assert code == 2
+    assert err == (f"error: {project}/.claude/settings.json: cannot be written (Read-only file system). Fix: run "
+                   "`finetune protect` in your own terminal, not from an agent's shell\n")
