@@ -18,7 +18,6 @@ from pathlib import Path
 import click
 
 from llm_finetuning import locations
-from llm_finetuning.commands._common import fail_unusable
 from llm_finetuning.errors import UnusableInput
 
 BRIEF_LINE = re.compile(rb"^brief:[ \t]*\d+[ \t]*(#.*)?$", re.MULTILINE)
@@ -86,10 +85,7 @@ def command(project: Path) -> None:
     records, warnings = briefs_records(briefs)
     protection = Protection.for_project(project, records)
     target = locations.project_settings_path(project)
-    try:
-        existing = read_settings(target)
-    except UnusableInput as exc:
-        fail_unusable(exc)
+    existing = read_settings(target)  # an UnusableInput ends through the CLI's one conversion
     settings = merged_settings(existing, protection.settings())
     for line in warnings:
         click.echo(line, err=True)
@@ -99,9 +95,9 @@ def command(project: Path) -> None:
         try:
             atomic_write_bytes(target, (json.dumps(settings, indent=2) + "\n").encode(), mode=0o644)
         except OSError as exc:  # inside a protected project's sandbox .claude/ is read-only, as it should be
-            fail_unusable(UnusableInput(f"cannot be written ({exc.strerror or exc}).",
-                                        "run `finetune protect` in your own terminal, not from an agent's shell",
-                                        str(target)))
+            raise UnusableInput(f"cannot be written ({exc.strerror or exc}).",
+                                "run `finetune protect` in your own terminal, not from an agent's shell",
+                                str(target)) from None
         click.echo(f"wrote {target}: Claude Code's sandbox is on in {project} and fails closed "
                    "(no unsandboxed fallback; dangerouslyDisableSandbox is ignored)")
     click.echo("briefs: " + (", ".join(str(b.relative_to(project)) for b in briefs) or "none found"))
