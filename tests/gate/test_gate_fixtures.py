@@ -37,9 +37,10 @@ def test_every_registered_check_has_a_fixture() -> None:
 def test_fixture_fails_only_its_check(case: str, make_brief, monkeypatch: pytest.MonkeyPatch,
                                       update_golden: bool) -> None:
     check_id = case.split("-")[0]
+    brief = make_brief(case)  # its records are sealed with the session's key, before the fixture's env applies
     for name, value in directives((FIXTURES / f"{case}.yaml").read_text()).get("env", {}).items():
         monkeypatch.setenv(name, value)  # the protection fixture runs as inside Claude Code
-    code, out = run_gate_cli(make_brief(case), monkeypatch)
+    code, out = run_gate_cli(brief, monkeypatch)
     assert code == 1, out
     failing = fail_lines(out)
     assert failing, out
