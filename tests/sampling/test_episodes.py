@@ -100,7 +100,7 @@ def test_a_tool_that_raises_or_hangs_answers_with_an_error_and_the_episode_goes_
                                max_completion_length=300)
     assert time.monotonic() - started < 10
     results = [m["content"] for m in episode.messages if m["role"] == "tool"]
-    assert results == ['{"error": "boom"}', '{"error": "stall did not return within 0.3 s"}']
+    assert results == ["{'error': 'boom'}", "{'error': 'stall did not return within 0.3 s'}"]  # TRL's str()
     assert episode.tool_failures == 2 and episode.final_answer == "done"
 
 
@@ -109,7 +109,7 @@ def test_an_unknown_tool_is_an_error_result_and_the_turn_limit_cuts_the_episode(
     [[episode]] = run_episodes(tokenizer, scripted(tokenizer, [loop]), PROMPT, [{}], Toolbox([multiply]),
                                k=1, max_turns=2, max_completion_length=400)
     assert episode.cut_at_limit and episode.turns == 3 and episode.tool_calls == 2
-    assert all(m["content"] == '{"error": "Tool nope not found."}' for m in episode.messages if m["role"] == "tool")
+    assert all(m["content"] == "{'error': 'Tool nope not found.'}" for m in episode.messages if m["role"] == "tool")
 
 
 def test_a_tool_result_past_the_length_limit_ends_the_episode_as_it_stood(tokenizer: Any) -> None:

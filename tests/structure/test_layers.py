@@ -94,6 +94,7 @@ LAYERS: dict[str, set[str]] = {
         "gate",  # launch re-verifies the gate before it trains
         "diagnose",  # a detached run's status names its last finding
         "evaluation.during",  # held-out evaluation during training
+        "sampling.episode",  # a tool-use brief trains with the tools, template and parser its episodes were sampled with
     },
     "export": {
         "evaluation", "records", "models",

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-import json
 import sys
 import threading
 from collections.abc import Callable
@@ -214,13 +213,9 @@ class Episode:
 
 
 def _result_text(result: Any) -> Any:
-    """A tool's result as a message content: strings and content-block lists as they are, else JSON."""
-    if isinstance(result, str) or (isinstance(result, list) and all(isinstance(p, dict) for p in result)):
-        return result
-    try:
-        return json.dumps(result)
-    except (TypeError, ValueError):
-        return str(result)
+    """A tool's result as the tool message's content, exactly as TRL writes it: a list (content blocks)
+    as it is, anything else through str() (so an error reads `{'error': '...'}`)."""
+    return result if isinstance(result, list) else str(result)
 
 
 def call_tools(calls: list[dict[str, Any]], tools: dict[str, Callable[..., Any]]) -> tuple[list[dict[str, Any]], int]:
