@@ -112,6 +112,7 @@ def settings_from_brief(data: dict[str, Any]) -> Settings:
         lora_r=int((model.get("lora") or {}).get("r", 16)),
         vllm_gpu_memory_utilization=hw.get("vllm_gpu_memory_utilization"),
         vllm_enable_sleep_mode=None if sleep is None else bool(sleep),
+        episode_turns=int((data.get("episode") or {}).get("max_turns") or 0),
     )
 
 

@@ -20,6 +20,9 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
         return [CheckResult(ID, WARN, PATH, f"not assessed: {ctx.memory_problem}",
                             f"run `finetune memory --brief {shown(brief.path)}` once it is available")]
     figures = f"predicted peak {est.total_gib:.1f} GiB per GPU of {est.gpu_memory_gib:g} GiB"
+    assumed = est.settings.episode_assumption()
+    if assumed:
+        figures += f" (assumed: {assumed})"
     if not est.fits:
         fix = "; or ".join(est.advice[:3]) if est.advice else "use LoRA (`model.adapter: lora`) or more GPUs"
         return [CheckResult(ID, FAIL, PATH, f"does not fit: {figures}", fix)]
