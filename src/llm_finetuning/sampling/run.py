@@ -112,17 +112,22 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
         identity = resolved.identity
         engine = make_backend(chosen, resolved, str(model_section.get("dtype", "bfloat16")))
     started = time.monotonic()
-    spec = EpisodeSpec.of(brief.data)
     with SamplingProgress(len(prompts), k, desc=desc) as bar:
-        if spec is not None:
-            groups = sample_episodes(engine, brief, spec, prompts, settings, bar)
-        else:
-            groups = engine.generate([p.messages for p in prompts], settings, bar)
+        groups = generate_groups(engine, brief, prompts, settings, bar)
     seconds = time.monotonic() - started
     for p, group in zip(prompts, groups, strict=True):
         p.completions = group
     return SamplingRun(data_split, prompts, settings, identity, engine.describe(), seconds,
                        getattr(engine, "tokenizer", None))
+
+
+def generate_groups(engine: Any, brief: Brief, prompts: list[SampledPrompt], settings: SamplingSettings,
+                    bar: SamplingProgress) -> list[list[Completion]]:
+    """k completions a prompt, or k episodes for a tool-use brief: what every sampler of a brief calls."""
+    spec = EpisodeSpec.of(brief.data)
+    if spec is not None:
+        return sample_episodes(engine, brief, spec, prompts, settings, bar)
+    return list(engine.generate([p.messages for p in prompts], settings, bar))
 
 
 def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[SampledPrompt],
