@@ -163,3 +163,18 @@ def test_sample_brief_runs_episodes_on_the_tiny_model(tmp_path: Path, tiny_model
             assert set(s["rewards"]) == {"tool_call", "exact_match"}
             assert s["explanations"]["tool_call"].startswith("0/1 expected call(s)")
     assert run.tokenizer.response_template is not None  # the brief's template got TRL's parser
+
+
+def test_a_tool_that_runs_the_model_s_code_runs_it_in_the_sandbox(tokenizer: Any) -> None:
+    from transformers.utils.chat_template_utils import get_json_schema
+
+    from llm_finetuning.sampling.python_tool import run_python
+
+    assert get_json_schema(run_python)["function"]["parameters"]["required"] == ["code"]
+    turns = [CALL.format(name="run_python", args='{"code": "print(6 * 7)"}'),
+             CALL.format(name="run_python", args='{"code": "while True: pass"}'), "42<|im_end|>"]
+    [[episode]] = run_episodes(tokenizer, scripted(tokenizer, turns), PROMPT, [{}], Toolbox([timed(run_python, 30)]),
+                               k=1, max_turns=4, max_completion_length=600)
+    results = [m["content"] for m in episode.messages if m["role"] == "tool"]
+    assert results == ["42\n", "{'error': 'the program ran past 5 s'}"]
+    assert episode.tool_failures == 1 and episode.final_answer == "42"

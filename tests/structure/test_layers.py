@@ -72,6 +72,7 @@ LAYERS: dict[str, set[str]] = {
         "sampling", "rewards", "records",
         "brief",  # the data columns the brief's rewards need
         "models", "vllm_support", "cputhreads",  # loading the policy for sampling
+        "sandbox",  # the run_python tool runs the model's code only inside the sandbox
     },
     "diagnose": {
         "brief",  # the run's brief: its schedule and rewards explain the metrics
