@@ -269,8 +269,7 @@ def _parse(tokenizer: Any, ids: list[int], prefix: list[int], tools: list[Callab
 
 def run_episodes(tokenizer: Any, generate: Generate, prompts: list[list[dict[str, Any]]], rows: list[dict[str, Any]],
                  toolbox: Toolbox, *, k: int, max_turns: int, max_completion_length: int,
-                 chat_template_kwargs: dict[str, Any] | None = None,
-                 on_turn: Callable[[int], None] | None = None) -> list[list[Episode]]:
+                 chat_template_kwargs: dict[str, Any] | None = None) -> list[list[Episode]]:
     """k episodes per prompt, in order (see the module docstring for the loop)."""
     kwargs = dict(chat_template_kwargs or {})
     live: list[tuple[Episode, Any, list[Callable[..., Any]]]] = []
@@ -296,8 +295,6 @@ def run_episodes(tokenizer: Any, generate: Generate, prompts: list[list[dict[str
         episode.messages.append(parsed)
         if parsed.get("tool_calls"):
             pending.append((episode, env, tools))
-    if on_turn:
-        on_turn(len(live))
     rounds = 0
     while pending and rounds < max_turns:
         batch, batch_ids = [], []
@@ -331,8 +328,6 @@ def run_episodes(tokenizer: Any, generate: Generate, prompts: list[list[dict[str
             if parsed.get("tool_calls"):
                 pending.append((episode, env, tools))
         rounds += 1
-        if on_turn:
-            on_turn(len(batch))
     for episode, _, _ in pending:
         episode.cut_at_limit = True
     for episode, env, _ in live:

@@ -146,11 +146,15 @@ def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[
         turn[0] += 1
         return list(engine.generate_ids(batch, max_new, settings, settings.seed + 100_003 * turn[0]))
 
-    episodes = run_episodes(engine.tokenizer, generate, [p.messages for p in prompts], [p.row for p in prompts],
-                            toolbox, k=settings.k, max_turns=spec.max_turns,
-                            max_completion_length=settings.max_completion_length,
-                            chat_template_kwargs=settings.chat_template_kwargs)
-    bar.advance(len(prompts), len(prompts) * settings.k)
+    episodes: list[list[Any]] = []
+    per_chunk = max(1, int(getattr(engine, "batch_sequences", 32)) // settings.k)  # the bar moves per chunk
+    for start in range(0, len(prompts), per_chunk):
+        chunk = prompts[start:start + per_chunk]
+        episodes += run_episodes(engine.tokenizer, generate, [p.messages for p in chunk], [p.row for p in chunk],
+                                 toolbox, k=settings.k, max_turns=spec.max_turns,
+                                 max_completion_length=settings.max_completion_length,
+                                 chat_template_kwargs=settings.chat_template_kwargs)
+        bar.advance(len(chunk), len(chunk) * settings.k)
     return [[Completion(i, j, e.final_answer, e.truncated, e.model_tokens, e.to_json()) for j, e in enumerate(group)]
             for i, group in enumerate(episodes)]
 
