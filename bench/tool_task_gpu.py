@@ -43,6 +43,15 @@ EXAMPLE = REPO / "examples/calculator-tools"
 TEST_ONLY_REVIEWER = "bench (test-only, no person read these)"
 
 
+def save_partial(out: Path, stage: str, value: Any) -> None:
+    """What finished so far, in --out, so a call cut at its time limit still reports it."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "tool-task-partial.json"
+    done = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    done[stage] = value
+    path.write_text(json.dumps(done, indent=2) + "\n", encoding="utf-8")
+
+
 def write_brief(dst: Path, *, steps: int, learning_rate: float, deviation: str | None, smoke: bool,
                 model_id: str | None) -> Path:
     data = yaml.safe_load((EXAMPLE / "brief.yaml").read_text(encoding="utf-8"))
@@ -165,9 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     finetune("check", str(recipe))
     finetune("baseline", str(recipe), "--prompts", str(args.eval_prompts), "--k", str(args.k))
     base = json.loads((work / "records/baseline.json").read_text(encoding="utf-8"))
+    (args.out / "tool-task-partial.json").unlink(missing_ok=True)  # this call's stages only
+    save_partial(args.out, "baseline", {"pass_at_1": base["pass_at_1"], "pass_at_k": base["pass_at_k"],
+                                        "mean_reward": base.get("mean_reward")})
     finetune("inspect", str(recipe), "--samples", "50")
     seal_for_tests(work / "records/inspection.json")
     inspected = episode_figures(work / "records/inspection.samples.jsonl")
+    save_partial(args.out, "inspection", inspected)
 
     measured = work / "records/baseline.json"
     if args.smoke and base["pass_at_k"] == 0:
@@ -178,11 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy(work / "records/baseline.measured.json", measured)  # eval pairs with what was measured
     if args.smoke:
         runs["recipe"].update(evaluate_run(work / "runs/recipe"))
+    save_partial(args.out, "recipe", runs["recipe"])
     if not args.smoke:
         deviation = "runs/recipe" if runs["recipe"]["healthy"] else None
         brief = write_brief(work / "deviation.yaml", steps=args.steps, learning_rate=args.lr, deviation=deviation,
                             smoke=False, model_id=None)
         runs["deviation"] = train(brief, work / "runs/deviation", evaluate=True)
+        save_partial(args.out, "deviation", runs["deviation"])
 
     import torch
 

@@ -406,7 +406,9 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
     trainer._lf_run_dir = run_dir
     if training_args.cache_implementation == "static" and not training_args.use_vllm and torch.cuda.is_available():
         grpo = brief.data["grpo"]
-        compile_decoding(trainer, int(grpo["max_prompt_length"]) + int(grpo["max_completion_length"]))
+        # an episode's later turns start from prompt + the episode so far and may add a whole completion
+        turns = 2 if episode_kwargs else 1  # (the memory estimate's Settings.generation_context)
+        compile_decoding(trainer, int(grpo["max_prompt_length"]) + turns * int(grpo["max_completion_length"]))
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(ProgressCallback)
