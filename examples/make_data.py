@@ -4,6 +4,8 @@ math-exact:  two-digit addition, answer as a bare integer (exact_match, extract 
 json-person: "Return a JSON object with keys name and age for: <name> is <age> years old" (json_schema).
 smollm2-json: the same task for the embedded SmolLM2-135M-Instruct, scored by a strict custom reward
               (examples/smollm2-json/person_reward.py); the demo and the GPU learning benchmark use it.
+calculator-tools: "What is <a> * <b>?" for a tool-use episode: the model calls multiply (examples/calculator-tools/
+              tools.py) and answers with the number (tool_call + exact_match).
 """
 
 from __future__ import annotations
@@ -59,6 +61,34 @@ def main() -> None:
             for n, a in pairs]
     write_jsonl(HERE / "smollm2-json/data/train.jsonl", rows[:1024])
     write_jsonl(HERE / "smollm2-json/data/eval.jsonl", rows[1024:])
+    write_calculator(random.Random(26))
+
+
+# One worked episode before the question: the 135M model copies a call it has seen far more often than it
+# follows the template's description of the tools alone (docs/sampling.md, Episodes, has the figures).
+def _worked(a: int, b: int) -> list[dict]:
+    return [{"role": "user", "content": f"What is {a} * {b}?"},
+            {"role": "assistant", "content": "",
+             "tool_calls": [{"type": "function", "function": {"name": "multiply", "arguments": {"a": a, "b": b}}}]},
+            {"role": "tool", "name": "multiply", "content": str(a * b)},
+            {"role": "assistant", "content": str(a * b)}]
+
+
+CALCULATOR_SHOT = ([{"role": "system", "content": "You compute with tools, then reply with the number alone."}]
+                   + _worked(12, 34) + _worked(57, 21) + _worked(83, 46))
+
+
+def write_calculator(rng: random.Random) -> None:
+    """Distinct two-digit products, each row with the multiply call it expects (either argument order)."""
+    pairs = rng.sample([(a, b) for a in range(11, 100) for b in range(a, 100)], 512 + 64)
+    rows = [{"prompt": CALCULATOR_SHOT + [{"role": "user", "content": f"What is {a} * {b}?"}],
+             "answer": str(a * b),
+             "expected_calls": [{"name": "multiply", "arguments": {
+                 "type": "object", "required": ["a", "b"],
+                 "properties": {"a": {"enum": [a, b]}, "b": {"enum": [a, b]}}}}]}
+            for a, b in pairs]
+    write_jsonl(HERE / "calculator-tools/data/train.jsonl", rows[:512])
+    write_jsonl(HERE / "calculator-tools/data/eval.jsonl", rows[512:])
 
 
 if __name__ == "__main__":

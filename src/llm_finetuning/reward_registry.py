@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 # Rewards whose value is computed by code from the completion and the data: a verifiable signal.
-VERIFIERS = ("exact_match", "json_schema", "unit_tests")
+VERIFIERS = ("exact_match", "json_schema", "unit_tests", "tool_call")
 # The value of unit_tests' `prepend` that names the row's prompt; any other value names a data column.
 PREPEND_PROMPT = "prompt"
 
@@ -69,6 +69,21 @@ BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
             "not": {"required": ["tests_field", "io_field"]},
         },
     ),
+    "tool_call": (
+        "llm_finetuning.rewards.tool_call:ToolCall",
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "expected": {"description": "The expected calls, inline: tool names, or {name, arguments: JSON Schema of the arguments}.", "type": "array", "minItems": 1,
+                             "items": {"anyOf": [{"type": "string", "minLength": 1},
+                                                 {"type": "object", "required": ["name"], "additionalProperties": False,
+                                                  "properties": {"name": {"type": "string", "minLength": 1}, "arguments": {"type": "object"}}}]}},
+                "expected_field": {"description": "Column holding each row's expected calls (that list, or a JSON string of it).", "type": "string", "minLength": 1},
+            },
+            "oneOf": [{"required": ["expected"]}, {"required": ["expected_field"]}],
+        },
+    ),
     "length_penalty": (
         "llm_finetuning.rewards.length_penalty:LengthPenalty",
         {
@@ -113,6 +128,8 @@ def data_columns(fn: str, args: dict[str, Any]) -> list[tuple[str, str]]:
         return [("answer_field", str(args.get("answer_field") or "answer"))]
     if fn == "json_schema":
         return [("schema_field", str(args["schema_field"]))] if args.get("schema_field") else []
+    if fn == "tool_call":
+        return [("expected_field", str(args["expected_field"]))] if args.get("expected_field") else []
     if fn == "unit_tests":
         tests = [("io_field", str(args["io_field"]))] if args.get("io_field") else \
             [("tests_field", str(args.get("tests_field") or "tests"))]

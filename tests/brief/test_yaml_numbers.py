@@ -56,6 +56,9 @@ def _brief_with(tmp_path: Path, field: tuple[str, ...], text: str) -> Path:
     data = yaml.safe_load((EXAMPLE / "brief.yaml").read_text(encoding="utf-8"))
     if field[:2] == ("model", "lora"):
         data["model"]["adapter"] = "lora"
+    if field[0] == "episode":  # an episode needs its tools: the calculator example's
+        shutil.copy(REPO / "examples/calculator-tools/tools.py", work / "tools.py")
+        data["episode"] = {"tools": ["tools:multiply"]}
     node = data
     for part in field[:-1]:
         node = node.setdefault(part, {})

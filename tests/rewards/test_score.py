@@ -126,7 +126,7 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_unknown_name_lists_the_valid_ones(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="use one of exact_match, json_schema, judge, length_penalty, unit_tests"):
+    with pytest.raises(ValueError, match="use one of exact_match, json_schema, judge, length_penalty, tool_call, unit_tests"):
         build_reward({"fn": "exact_matchh"}, tmp_path)
     with pytest.raises(ValueError, match=r"rewards\[\]\.args: Additional properties"):
         build_reward({"fn": "exact_match", "args": {"answer_fields": "a"}}, tmp_path)

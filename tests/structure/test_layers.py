@@ -80,6 +80,7 @@ LAYERS: dict[str, set[str]] = {
         "reward_registry",  # which rewards are verifiers, for the pass rate
         "brief",  # the data columns the brief's rewards need
         "models", "vllm_support", "cputhreads",  # loading the policy for sampling
+        "sandbox",  # the run_python tool runs the model's code only inside the sandbox
     },
     "diagnose": {
         "brief",  # the run's brief: its schedule and rewards explain the metrics
@@ -102,6 +103,7 @@ LAYERS: dict[str, set[str]] = {
         "evaluation.during",  # held-out evaluation during training
         "rundir",  # the manifest, checkpoints and the files training writes
         "render",  # launch renders the run again and refuses any file that differs from the run directory's
+        "sampling.episode",  # a tool-use brief trains with the tools, template and parser its episodes were sampled with
     },
     "export": {
         "evaluation", "records", "models",

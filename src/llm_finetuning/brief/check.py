@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief.columns import check_data_columns
 from llm_finetuning.brief.defaults import apply_defaults, schema
+from llm_finetuning.brief.episode import check_episode
 from llm_finetuning.errors import Problem, format_path, short_repr
 from llm_finetuning.models import EMBEDDED_IDS, EMBEDDED_PREFIX
 
@@ -297,4 +298,5 @@ def check_brief(raw: dict[str, Any], folder: Path) -> list[Problem]:
         errors += _check_grpo(sections["grpo"])
     if isinstance(sections["hardware"], dict):
         errors += _check_hardware(sections["hardware"])
+    errors += check_episode(data, folder)
     return sorted(set(errors), key=lambda e: (e.path, e.message))

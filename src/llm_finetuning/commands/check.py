@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from llm_finetuning.commands._common import fail_brief
-from llm_finetuning.errors import UnusableInput, render_problems
+from llm_finetuning.errors import WARNING, Problem, UnusableInput, render_problems
 
 
 def _note_missing_embedded_model(model: dict[str, object]) -> None:
@@ -22,6 +22,27 @@ def _note_missing_embedded_model(model: dict[str, object]) -> None:
         click.echo(f"note: {exc.line()} (before gate, baseline, inspect or launch)", err=True)
 
 
+def episode_problems(brief_path: Path, as_json: bool) -> list[Problem]:
+    """The episode's import-time problems, from `sampling.episode_probe` in a child process (this process
+    stays free of torch and of the brief's tools); warnings are printed here and not returned."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "llm_finetuning.sampling.episode_probe", str(brief_path)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    try:
+        found = [Problem(**p) for p in json.loads(done.stdout.strip().splitlines()[-1])]
+    except (ValueError, IndexError, TypeError):
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return [Problem("episode_probe", "episode", f"the tools could not be checked: {last}",
+                        "run `python -m llm_finetuning.sampling.episode_probe BRIEF` to see the whole error")]
+    for p in found:
+        if p.severity == WARNING and not as_json:
+            click.echo(f"note: {p.line()}", err=True)
+    return [p for p in found if p.severity != WARNING]
+
+
 @click.command("check")
 @click.argument("brief", type=click.Path(dir_okay=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
@@ -33,6 +54,10 @@ def command(brief: Path, as_json: bool) -> None:
     if errors:
         fail_brief(errors, brief, as_json)
     assert loaded is not None
+    if "episode" in loaded.data:
+        problems = episode_problems(brief, as_json)
+        if problems:
+            fail_brief(problems, brief, as_json)
     _note_missing_embedded_model(loaded.section("model"))
     if as_json:
         click.echo(render_problems([], as_json=True, extra={"name": loaded.name, "sha256": loaded.sha256}))

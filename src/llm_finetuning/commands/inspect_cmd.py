@@ -56,6 +56,7 @@ def build_samples(brief: Brief, run: SamplingRun, samples: int) -> list[dict[str
                 "success": is_success(s["rewards"], verifiers), "truncated": c.truncated,
                 "reference": reference,
                 **({"explanations": s["explanations"]} if "explanations" in s else {}),
+                **({"episode": c.episode} if c.episode is not None else {}),
             })
     chosen = spread_samples(candidates, samples, run.settings.seed)
     for i, s in enumerate(chosen):

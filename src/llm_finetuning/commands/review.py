@@ -104,6 +104,7 @@ class Review:
         from rich.table import Table
         from rich.text import Text
 
+        from llm_finetuning.records.episodes import completion_view
         from llm_finetuning.records.inspection import sample_explanations
         from llm_finetuning.sampling.data import prompt_text
 
@@ -113,7 +114,8 @@ class Review:
         c.rule(f"Sample {i + 1}/{self.n}  ({s['id']})   reviewed {self.reviewed()}/{self.n}")
         c.print(Panel(Text(prompt_text(s.get("prompt", ""))), title="Prompt", title_align="left"))
         cut = "  [cut at max_completion_length]" if s.get("truncated") else ""
-        c.print(Panel(Text(str(s.get("completion", ""))), title=f"Completion{cut}", title_align="left"))
+        label, text = completion_view(s)
+        c.print(Panel(Text(text), title=f"{label}{cut}", title_align="left"))
         table = Table(title="The reward's verdict", title_justify="left")
         table.add_column("reward")
         table.add_column("value", justify="right")

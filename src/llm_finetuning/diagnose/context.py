@@ -70,6 +70,7 @@ class RunContext:
     correctness: list[str] = field(default_factory=list)  # reward names that measure correctness
     model_id: str | None = None  # a hub id whose architecture no local config told
     max_completion_length: int | None = None
+    max_turns: int | None = None  # episode.max_turns of a tool-use brief
     learning_rate: float | None = None  # the peak learning rate
     lr_scheduler: str | None = None  # GRPOConfig's lr_scheduler_type: what the run's learning rate did over time
     warmup_steps: int | None = None
@@ -114,6 +115,7 @@ def _apply_brief(ctx: RunContext, brief: Brief) -> None:
     grpo = data.get("grpo", {})
     ctx.variant = grpo.get("variant")
     ctx.max_completion_length = grpo.get("max_completion_length")
+    ctx.max_turns = (data.get("episode") or {}).get("max_turns")
     ctx.learning_rate = grpo.get("learning_rate")
     from llm_finetuning.brief.schedule import Schedule
 

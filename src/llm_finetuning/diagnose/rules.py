@@ -626,6 +626,85 @@ def zero_loss(traj: Trajectory, ctx: RunContext) -> Finding | None:
                    "this), then see no_signal_all_fail / no_signal_all_pass.")
 
 
+# tool_failures: late-window median share of failed tool calls (TRL's tools/failure_frequency) at or above this.
+TOOL_FAILURE_RATE = 0.3
+# episodes_cut: share of the late steps' logged episodes that still called a tool when they ended.
+EPISODES_CUT_SHARE = 0.3
+
+
+def _episode_steps(ctx: RunContext) -> dict[int, list[Any]]:
+    """Each step's logged episodes (completions.jsonl of a tool-use run), by step."""
+    out: dict[int, list[Any]] = {}
+    for c in ctx.completions:
+        if c.episode is not None:
+            out.setdefault(c.step, []).append(c.episode)
+    return out
+
+
+def _failure_series(traj: Trajectory, ctx: RunContext) -> Series:
+    """Failed calls / calls per step: TRL's own tools/failure_frequency, else counted from the episodes."""
+    logged = traj.series("tools/failure_frequency")
+    if logged:
+        return logged
+    steps, values = [], []
+    for step, eps in sorted(_episode_steps(ctx).items()):
+        calls = sum(e.tool_calls for e in eps)
+        if calls:
+            steps.append(step)
+            values.append(sum(e.tool_failures for e in eps) / calls)
+    return Series("tools/failure_frequency", tuple(steps), tuple(values))
+
+
+def _turns_note(ctx: RunContext) -> str:
+    eps = [e for group in _episode_steps(ctx).values() for e in group]
+    return f"; {sum(e.turns for e in eps) / len(eps):.2f} turns per episode" if eps else ""
+
+
+def tool_failures(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Tool calls fail (bad arguments, unknown tools, errors, time-outs); an error when the reward rises
+    anyway: the model is rewarded for something other than using the tools."""
+    fails = _failure_series(traj, ctx)
+    if len(fails) < 2:
+        return None
+    k = window_size(len(fails))
+    late = median(fails.values[-k:])
+    if late < TOOL_FAILURE_RATE:
+        return None
+    reward = traj.series("reward")
+    rise = fitted_change([float(s) for s in reward.steps], list(reward.values)) \
+        if len(reward) >= MIN_TREND_POINTS else 0.0
+    rising = rise >= REWARD_RISE_MIN and fitted_change([float(s) for s in fails.steps], list(fails.values)) >= -0.05
+    steps = [s for s, v in zip(fails.steps, fails.values, strict=True) if v >= TOOL_FAILURE_RATE]
+    message = (f"median tool-call failure rate over the last {k} logs is {late:.0%}" + _turns_note(ctx)
+               + (f"; the reward rose {fmt(rise)} while the failures did not fall" if rising else ""))
+    fix = ("Read failing episodes in completions.jsonl (the tool messages hold each error): fix the tool's schema "
+           "or docstring when the arguments are wrong, raise episode.tool_timeout_s for time-outs, and make the "
+           "answer's verifier require the tool's result (a tool_call reward with argument schemas)")
+    return Finding("tool_failures", ERROR if rising else WARNING, steps,
+                   {"message": message, "failure_rate_late": late, "reward_rise": rise}, None, fix)
+
+
+def episodes_cut(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Episodes end while the model still calls tools: the turn limit (or the length) cuts them before an
+    answer, often a loop of the same call."""
+    by_step = sorted(_episode_steps(ctx).items())
+    if len(by_step) < 2:
+        return None
+    k = window_size(len(by_step))
+    late = [e for _, eps in by_step[-k:] for e in eps]
+    share = sum(e.ended_on_call for e in late) / len(late)
+    if share < EPISODES_CUT_SHARE:
+        return None
+    steps = [s for s, eps in by_step if sum(e.ended_on_call for e in eps) / len(eps) >= EPISODES_CUT_SHARE]
+    limit = ctx.max_turns
+    message = (f"{share:.0%} of the episodes of the last {k} logged steps ended on a tool call, before an answer"
+               + _turns_note(ctx) + (f" (episode.max_turns {limit})" if limit else ""))
+    fix = ("Read those episodes: the same call repeated is a loop (reward the answer, not the calls); a task that "
+           "needs more calls needs a higher episode.max_turns and grpo.max_completion_length")
+    edit = f"episode:\n  max_turns: {2 * int(limit)}\n" if limit else None
+    return Finding("episodes_cut", WARNING, steps, {"message": message, "cut_share_late": share}, None, fix, edit)
+
+
 Rule = Callable[[Trajectory, RunContext], "Finding | None"]
 
 # Registered in report order; each returns at most one finding with its own id.
@@ -642,10 +721,13 @@ RULES: list[Rule] = [
     length_reward_correlation,
     reward_hacking,
     kl_blowup,
+    tool_failures,
+    episodes_cut,
 ]
 
 FINDING_IDS = ("entropy_collapse", "entropy_rising", "length_reward_correlation", "moe_instability", "no_signal_all_fail",
-               "no_signal_all_pass", "truncation", "reward_hacking", "kl_blowup", "zero_loss", "converged")
+               "no_signal_all_pass", "truncation", "reward_hacking", "kl_blowup", "zero_loss", "tool_failures",
+               "episodes_cut", "converged")
 _SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 

@@ -251,6 +251,27 @@ class Completion:
     step: int
     completion: str
     rewards: dict[str, float]
+    episode: EpisodeStats | None = None  # a tool-use run's completion is an episode of messages
+
+
+@dataclass(frozen=True)
+class EpisodeStats:
+    """What one logged episode did with its tools, read from its messages as TRL logs them."""
+
+    turns: int  # the model's turns (assistant messages)
+    tool_calls: int
+    tool_failures: int  # tool results TRL wrote for a failed call: "{'error': ...}"
+    ended_on_call: bool  # its last turn still called a tool: cut by max_tool_calling_iterations or the length
+
+    @classmethod
+    def of(cls, messages: list[Any]) -> EpisodeStats | None:
+        msgs = [m for m in messages if isinstance(m, dict)]
+        if not any(m.get("role") == "tool" or m.get("tool_calls") for m in msgs):
+            return None
+        assistant = [m for m in msgs if m.get("role", "assistant") == "assistant"]
+        calls = sum(len(m.get("tool_calls") or []) for m in assistant)
+        failures = sum(1 for m in msgs if m.get("role") == "tool" and str(m.get("content", "")).startswith("{'error':"))
+        return cls(len(assistant), calls, failures, bool(assistant and assistant[-1].get("tool_calls")))
 
 
 def read_completions(path: Path, limit: int = 200_000) -> list[Completion]:
@@ -270,9 +291,11 @@ def read_completions(path: Path, limit: int = 200_000) -> list[Completion]:
             values = {str(k): float(v) for k, v in (rewards.items() if isinstance(rewards, dict) else [])
                       if _num(v) is not None and math.isfinite(float(v))}
             completion = obj.get("completion")
+            episode = None
             if isinstance(completion, list):  # chat messages
+                episode = EpisodeStats.of(completion)
                 completion = " ".join(str(m.get("content", "")) for m in completion if isinstance(m, dict))
-            out.append(Completion(int(obj["step"]), str(completion or ""), values))
+            out.append(Completion(int(obj["step"]), str(completion or ""), values, episode))
             if len(out) >= limit:
                 break
     return out

@@ -61,7 +61,7 @@ class HeldOutEvaluator:
         import torch
 
         from llm_finetuning.sampling.progress import SamplingProgress
-        from llm_finetuning.sampling.run import SampledPrompt, SamplingRun
+        from llm_finetuning.sampling.run import SampledPrompt, SamplingRun, generate_groups
         from llm_finetuning.sampling.transformers_backend import TransformersBackend
 
         started = time.monotonic()
@@ -72,8 +72,8 @@ class HeldOutEvaluator:
         model.eval()
         try:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-                groups = backend.generate([p.messages for p in prompts], self.plan.settings,
-                                          SamplingProgress(len(prompts), self.plan.settings.k, enabled=False))
+                groups = generate_groups(backend, self.brief, prompts, self.plan.settings,
+                                         SamplingProgress(len(prompts), self.plan.settings.k, enabled=False))
         finally:
             model.train(was_training)
         for p, group in zip(prompts, groups, strict=True):

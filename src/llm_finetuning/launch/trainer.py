@@ -310,6 +310,25 @@ def _load_tokenizer(resolved: Any) -> Any:
     return tok
 
 
+def _episode_kwargs(brief: Brief, tokenizer: Any) -> dict[str, Any]:
+    """GRPOTrainer's tools= or environment_factory= for a tool-use brief ({} without one), each tool call
+    under episode.tool_timeout_s; the tokenizer gets the brief's chat template and TRL's response parser,
+    exactly as sampling gave them (`sampling.episode`)."""
+    from llm_finetuning.brief.episode import EpisodeSpec
+    from llm_finetuning.errors import UnusableInput
+    from llm_finetuning.sampling.episode import load_toolbox, prepare_tokenizer
+
+    spec = EpisodeSpec.of(brief.data)
+    if spec is None:
+        return {}
+    try:
+        prepare_tokenizer(tokenizer, spec, brief.folder)
+    except UnusableInput as exc:
+        raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
+    box = load_toolbox(spec, brief.folder)
+    return {"tools": box.tools or None, "environment_factory": box.environment}
+
+
 def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[str] | None = None,
           progress: bool = True) -> TrainOutcome:
     """Train the verified run in `run_dir` in this process (one of several under accelerate, or alone)."""
@@ -382,6 +401,7 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
     except UnusableInput as exc:
         raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
     dataset = _prepare_dataset(dataset, brief.data["data"], tokenizer)
+    episode_kwargs = _episode_kwargs(brief, tokenizer)
 
     stop = _StopFlag()
     trainer_cls = _trainer_class()
@@ -394,11 +414,14 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
         callbacks=_callbacks(run_dir, stop, progress, _held_out_evaluator(brief, run_dir, training_args)),
+        **episode_kwargs,
     )
     trainer._lf_run_dir = run_dir
     if training_args.cache_implementation == "static" and not training_args.use_vllm and torch.cuda.is_available():
         grpo = brief.data["grpo"]
-        compile_decoding(trainer, int(grpo["max_prompt_length"]) + int(grpo["max_completion_length"]))
+        # an episode's later turns start from prompt + the episode so far and may add a whole completion
+        turns = 2 if episode_kwargs else 1  # (the memory estimate's Settings.generation_context)
+        compile_decoding(trainer, int(grpo["max_prompt_length"]) + turns * int(grpo["max_completion_length"]))
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(ProgressCallback)

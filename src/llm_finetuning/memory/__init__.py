@@ -125,6 +125,7 @@ def settings_from_brief(data: dict[str, Any]) -> Settings:
         vllm_gpu_memory_utilization=hw.get("vllm_gpu_memory_utilization"),
         vllm_enable_sleep_mode=None if sleep is None else bool(sleep),
         cpu=cpu,
+        episode_turns=int((data.get("episode") or {}).get("max_turns") or 0),
     )
 
 

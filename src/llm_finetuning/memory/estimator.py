@@ -125,6 +125,22 @@ class Settings:
     vllm_gpu_memory_utilization: float | None = None  # None: the estimate chooses
     vllm_enable_sleep_mode: bool | None = None  # None: the estimate chooses
     cpu: bool = False  # a CPU run (hardware.gpus 0): memory is RAM and there is no CUDA context
+    episode_turns: int = 0  # a tool-use brief's episode.max_turns; 0: one completion per prompt
+
+    def generation_context(self) -> int:
+        """Tokens a generated sequence can hold in the cache: prompt and completion; in an episode TRL 1.16
+        caps the whole episode (model turns and tool results) at max_completion_length, but generates each
+        later turn with max_completion_length new tokens before cutting it, so the cache can hold one more."""
+        return self.prompt_tokens + self.max_completion_length * (2 if self.episode_turns else 1)
+
+    def episode_assumption(self) -> str | None:
+        """What the estimate assumed about an episode's context, in one line (None without tools)."""
+        if not self.episode_turns:
+            return None
+        m = self.max_completion_length
+        return (f"episode of up to {self.episode_turns} tool rounds: prompt {self.prompt_tokens} + model turns and "
+                f"tool results sharing max_completion_length {m} (TRL 1.16) in training, and {m} more for the "
+                f"turn being generated ({self.generation_context()} tokens of cache a sequence)")
 
     def generation_batch(self) -> int:
         """Completions generated at once on one device (TRL: per-device batch x steps per generation)."""
@@ -459,7 +475,7 @@ def _transformers_generation_bytes(run: _Run) -> float:
     if not run.trains_all_weights:
         prefill *= LORA_PREFILL_FACTOR
     at_prefill = batch * s.prompt_tokens * kv_per_token + prefill
-    at_end = batch * (s.prompt_tokens + s.max_completion_length) * kv_per_token
+    at_end = batch * s.generation_context() * kv_per_token
     return max(at_prefill, at_end) + batch * shape.vocab * 4 * 2
 
 
@@ -479,7 +495,7 @@ def _vllm_server_gib(run: _Run) -> float:
 
 def _vllm_kv_cache_bytes(shape: ModelShape, s: Settings) -> int:
     """vLLM's bf16 KV blocks for one device's generation batch, prompts and completions at full length."""
-    seq = s.prompt_tokens + s.max_completion_length
+    seq = s.generation_context()
     return s.generation_batch() * seq * 2 * shape.layers * shape.kv_heads * shape.d_head * 2
 
 

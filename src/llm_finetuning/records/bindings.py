@@ -2,8 +2,9 @@
 
 A record binds by sha256 to: the reward specs of the brief (each `rewards[i]` entry with defaults),
 the source files of every reward function used, the model (id, revision, GGUF file, and a light
-fingerprint of a local model directory), and the data or samples it was computed from. Pure: reads
-files, imports no reward code and no ML library.
+fingerprint of a local model directory), the data or samples it was computed from, and for a tool-use
+brief the episode section, the source files of its tools or environment and its chat template. Pure:
+reads files, imports no reward or tool code and no ML library.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import llm_finetuning
 from llm_finetuning.brief import Brief
+from llm_finetuning.brief.episode import EpisodeSpec, template_path
 from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import (
     atomic_write_json,
@@ -137,12 +139,45 @@ def data_binding(data: dict[str, Any], brief_folder: Path) -> tuple[str, str]:
     return ref, sha256_bytes(f"hub:{ref}:{data.get('split', 'train')}".encode())
 
 
+def episode_binding(brief: Brief) -> dict[str, Any] | None:
+    """The episode a record was sampled under: its section, and sha256 of each tool's and the environment's
+    source files (as reward code is bound) and of the chat template file; None without an episode."""
+    spec = EpisodeSpec.of(brief.data)
+    if spec is None:
+        return None
+    code: dict[str, str] = {}
+    for _, ref in spec.code_refs():
+        for f in reward_source_files(ref, brief.folder):
+            code[file_label(f, brief.folder)] = sha256_file_or_none(f) or "unreadable"
+    template = template_path(spec, brief.folder)
+    if template is not None:
+        code[file_label(template, brief.folder)] = sha256_file_or_none(template) or "unreadable"
+    return {"spec_sha256": sha256_json(brief.data["episode"]), "code": code}
+
+
+def _episode_problems(stored: Any, current: Any, fix: str) -> list[Problem]:
+    """What changed in the episode (tools, environment, template) since a record, naming each file."""
+    if stored == current:
+        return []
+    if not isinstance(stored, dict) or not isinstance(current, dict):
+        what = "the brief gained an episode section" if current else "the brief's episode section was removed"
+        return [Problem("stale", "episode", f"{what} since the record", fix)]
+    changes = ["the episode section (tools, environment, max_turns, chat_template) changed"] \
+        if stored.get("spec_sha256") != current["spec_sha256"] else []
+    old, new = stored.get("code") or {}, current["code"]
+    changes += [f"{label} {'is new' if label not in old else 'is no longer used' if label not in new else 'changed'}"
+                for label in sorted(set(old) | set(new)) if old.get(label) != new.get(label)]
+    return [Problem("stale", "episode", "the episode's tools changed since the record: " + "; ".join(changes), fix)]
+
+
 def current_bindings(brief: Brief, model_identity: str | None) -> dict[str, Any]:
     """The bindings a record written now for `brief` would carry (shared by baseline and inspection)."""
     rewards = list(brief.data.get("rewards", []))
     bound = reward_bindings(rewards, brief.folder)
     source, data_sha = data_binding(brief.section("data"), brief.folder)
+    episode = episode_binding(brief)
     return {
+        **({"episode": episode} if episode is not None else {}),  # absent for a brief without tools
         "rewards_spec_sha256": sha256_json(rewards),
         "rewards": bound,
         "reward_code_sha256": code_sha256(bound),
@@ -203,6 +238,7 @@ def stale_problems(stored: dict[str, Any], current: dict[str, Any], fix: str,
         problems.append(Problem("stale", "chat_template", "data.chat_template_kwargs changed since the record: "
                                 f"{old_kwargs!r} -> {current['chat_template_kwargs']!r} (the prompts were rendered "
                                 "differently)", fix))
+    problems += _episode_problems(stored.get("episode"), current.get("episode"), fix)
     if check_data and stored.get("data_sha256") != current["data_sha256"]:
         problems.append(Problem("stale", "data", f"the prompts ({current['data_source']}) changed since the record",
                                 fix))

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_finetuning import locations
 from llm_finetuning.brief import Brief
+from llm_finetuning.brief.episode import environment_reward_name
 from llm_finetuning.errors import WARNING, Problem, UnusableInput
 from llm_finetuning.fileio import (
     atomic_write_bytes,
@@ -96,7 +97,8 @@ def create_inspection(brief: Brief, samples: list[dict[str, Any]], record_path: 
     `s000`, `s001`, ... Returns the record written.
     """
     record_path = Path(record_path)
-    names = reward_names(list(brief.data.get("rewards", [])))
+    names = reward_names(list(brief.data.get("rewards", []))) + [
+        n for n in [environment_reward_name(brief.data)] if n]  # an episode's environment scores it too
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for i, s in enumerate(samples):

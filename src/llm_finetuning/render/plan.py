@@ -260,6 +260,9 @@ def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = N
         (f"Generation: {topo.generation}", _generation_entries(topo, data["hardware"], recommend, max_model_length,
                                                                 compiled)),
     ]
+    if data.get("episode"):
+        sections.append(("Episode (tool use; `finetune launch` passes the tools to GRPOTrainer)",
+                         [Entry("max_tool_calling_iterations", int(data["episode"]["max_turns"]), "episode.max_turns")]))
     if overrides:
         sections.append(("grpo.overrides (merged last)", _override_entries(overrides)))
     return RunPlan(
@@ -296,6 +299,13 @@ def _trl_cli_notes(data: dict[str, Any], compiled: bool) -> list[str]:
     """What `trl grpo --config grpo_config.yaml` does not do that `finetune launch` does."""
     model, data_section = data["model"], data["data"]
     notes = []
+    if data.get("episode"):
+        ep = data["episode"]
+        what = f"the environment {ep['environment']}" if ep.get("environment") else "the tools " + ", ".join(ep["tools"])
+        notes.append(
+            f"`trl grpo` cannot run this file: it has no flag for tools or environments, so it would train "
+            f"single-turn completions without {what}{' and the chat template ' + ep['chat_template'] if ep.get('chat_template') else ''}; "
+            "`finetune launch` builds GRPOTrainer(tools=... or environment_factory=...) from the brief's episode")
     if compiled:
         notes.append(
             "`finetune launch` compiles decoding from the static cache; `trl grpo` decodes it uncompiled, slower than "

@@ -32,7 +32,11 @@ def content_text(content: Any) -> str:
 
 
 def completion_text(completion: Any) -> str:
-    """A completion as text: the string itself, or the assistant messages of a conversational one joined."""
+    """A completion as text: the string itself, or the assistant messages of a conversational one joined.
+
+    An episode (messages that include tool results) is read for its final answer only: the last
+    assistant message, so a reward never credits text the model wrote before a tool answered.
+    """
     if isinstance(completion, str):
         return completion
     if isinstance(completion, dict):
@@ -40,6 +44,8 @@ def completion_text(completion: Any) -> str:
     if isinstance(completion, list):
         msgs = [m for m in completion if isinstance(m, dict)]
         assistant = [m for m in msgs if m.get("role", "assistant") == "assistant"]
+        if any(m.get("role") == "tool" for m in msgs):
+            return content_text(assistant[-1].get("content")) if assistant else ""
         return "\n".join(content_text(m.get("content")) for m in (assistant or msgs))
     return "" if completion is None else str(completion)
 

@@ -41,10 +41,14 @@ class Completion:
     text: str
     truncated: bool
     num_tokens: int | None = None
+    # An episode of a tool-use brief (`sampling.episode.Episode.to_json`): its messages, tool calls and
+    # figures; `text` is then its final answer and `num_tokens` the model's own tokens.
+    episode: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"prompt_index": self.prompt_index, "sample_index": self.sample_index, "text": self.text,
-                "truncated": self.truncated, "num_tokens": self.num_tokens}
+        out = {"prompt_index": self.prompt_index, "sample_index": self.sample_index, "text": self.text,
+               "truncated": self.truncated, "num_tokens": self.num_tokens}
+        return out if self.episode is None else {**out, "episode": self.episode}
 
 
 class Backend(Protocol):

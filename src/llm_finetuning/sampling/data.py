@@ -139,7 +139,8 @@ def build_messages(prompt: Any, system_prompt: str | None, yaml_path: str = "dat
     elif isinstance(prompt, list) and prompt and all(
         isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in prompt
     ):
-        messages = [{"role": m["role"], "content": m["content"]} for m in prompt]
+        # an assistant turn's tool_calls and a tool message's name stay: a worked episode can be part of a prompt
+        messages = [{k: m[k] for k in ("role", "content", "tool_calls", "name") if k in m} for m in prompt]
     else:
         raise UnusableInput(f"a prompt is neither a string nor a list of {{role, content}} messages: "
                             f"{json.dumps(prompt, default=str)[:80]}",

@@ -20,7 +20,7 @@ from typing import Any
 from llm_finetuning.reward_registry import VERIFIERS, is_custom
 
 NOT_SUCCESS_DECIDING = ("length_penalty", "judge")
-SUCCESS_DEFINITION = ("a completion succeeds when every verifier reward (exact_match, json_schema, unit_tests, "
+SUCCESS_DEFINITION = ("a completion succeeds when every verifier reward (exact_match, json_schema, unit_tests, tool_call, "
                       "custom module:function) that returned a value scored >= 1.0")
 
 # Thresholds of the verdict.

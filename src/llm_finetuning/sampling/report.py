@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.records.episodes import completion_view
 from llm_finetuning.records.inspection import sample_explanations
 from llm_finetuning.sampling.data import prompt_text
 from llm_finetuning.sampling.select import bin_counts
@@ -64,7 +65,7 @@ def render_markdown(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         outcome = "success" if s.get("success") else "failure"
         lines += [f"## {i}/{n} `{s['id']}`: {outcome}, total {_value(s.get('total'))}{flags}", "",
                   "**Prompt**", "", _fence(prompt_text(s["prompt"])), "",
-                  "**Completion**", "", _fence(s["completion"]), "",
+                  f"**{completion_view(s)[0]}**", "", _fence(completion_view(s)[1]), "",
                   *_markdown_rewards(s)]
         lines += ["", "**Reference**", "", _fence(_reference_text(s.get("reference", {}))), ""]
     return "\n".join(lines)
@@ -139,7 +140,7 @@ def render_html(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"<h2>{i}/{n} <code>{esc(s['id'])}</code>: {outcome}, total {esc(_value(s.get('total')))}{badge}</h2>",
             '<div class="grid">',
             f'<div><div class="label">Prompt</div><pre>{esc(prompt_text(s["prompt"]))}</pre></div>',
-            f'<div><div class="label">Completion</div><pre>{esc(s["completion"])}</pre></div>',
+            '<div><div class="label">{}</div><pre>{}</pre></div>'.format(*map(esc, completion_view(s))),
             '<div><div class="label">Rewards</div>'
             f"<table>{head}{rows}</table>"
             f'<div class="label">Reference</div><pre>{esc(_reference_text(s.get("reference", {})))}</pre></div>',

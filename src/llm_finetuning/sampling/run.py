@@ -16,6 +16,7 @@ from typing import Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
+from llm_finetuning.brief.episode import EpisodeSpec
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.sampling.backend import Completion, SamplingSettings
 from llm_finetuning.sampling.data import DataSplit, build_messages, load_split, pick_indices
@@ -112,12 +113,50 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
         engine = make_backend(chosen, resolved, str(model_section.get("dtype", "bfloat16")))
     started = time.monotonic()
     with SamplingProgress(len(prompts), k, desc=desc) as bar:
-        groups = engine.generate([p.messages for p in prompts], settings, bar)
+        groups = generate_groups(engine, brief, prompts, settings, bar)
     seconds = time.monotonic() - started
     for p, group in zip(prompts, groups, strict=True):
         p.completions = group
     return SamplingRun(data_split, prompts, settings, identity, engine.describe(), seconds,
                        getattr(engine, "tokenizer", None))
+
+
+def generate_groups(engine: Any, brief: Brief, prompts: list[SampledPrompt], settings: SamplingSettings,
+                    bar: SamplingProgress) -> list[list[Completion]]:
+    """k completions a prompt, or k episodes for a tool-use brief: what every sampler of a brief calls."""
+    spec = EpisodeSpec.of(brief.data)
+    if spec is not None:
+        return sample_episodes(engine, brief, spec, prompts, settings, bar)
+    return list(engine.generate([p.messages for p in prompts], settings, bar))
+
+
+def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[SampledPrompt],
+                    settings: SamplingSettings, bar: SamplingProgress) -> list[list[Completion]]:
+    """k episodes a prompt through `sampling.episode.run_episodes`, as Completions that carry them."""
+    from llm_finetuning.sampling.episode import load_toolbox, prepare_tokenizer, run_episodes
+
+    if not callable(getattr(engine, "generate_ids", None)):
+        raise UnusableInput(f"episodes are sampled on the transformers backend in this release, not {engine.name}",
+                            "run with `--backend transformers` (docs/sampling.md, Episodes)", "episode")
+    prepare_tokenizer(engine.tokenizer, spec, brief.folder)
+    toolbox = load_toolbox(spec, brief.folder)
+    turn = [0]
+
+    def generate(batch: list[list[int]], max_new: int) -> list[tuple[list[int], bool]]:
+        turn[0] += 1
+        return list(engine.generate_ids(batch, max_new, settings, settings.seed + 100_003 * turn[0]))
+
+    episodes: list[list[Any]] = []
+    per_chunk = max(1, int(getattr(engine, "batch_sequences", 32)) // settings.k)  # the bar moves per chunk
+    for start in range(0, len(prompts), per_chunk):
+        chunk = prompts[start:start + per_chunk]
+        episodes += run_episodes(engine.tokenizer, generate, [p.messages for p in chunk], [p.row for p in chunk],
+                                 toolbox, k=settings.k, max_turns=spec.max_turns,
+                                 max_completion_length=settings.max_completion_length,
+                                 chat_template_kwargs=settings.chat_template_kwargs)
+        bar.advance(len(chunk), len(chunk) * settings.k)
+    return [[Completion(i, j, e.final_answer, e.truncated, e.model_tokens, e.to_json()) for j, e in enumerate(group)]
+            for i, group in enumerate(episodes)]
 
 
 def prompts_at(brief: Brief, data_split: DataSplit, indices: list[int], system_prompt: str | None) -> list[SampledPrompt]:
@@ -146,7 +185,7 @@ def score_run(brief: Brief, run: SamplingRun, explain: bool = False) -> None:
         for c in p.completions:
             row = dict(p.row)
             row["prompt"] = p.row[field_name]
-            row["completion"] = c.text
+            row["completion"] = c.episode["messages"] if c.episode else c.text
             rows.append(row)
     kwargs: dict[str, Any] = {}
     if run.tokenizer is not None:
@@ -156,5 +195,19 @@ def score_run(brief: Brief, run: SamplingRun, explain: bool = False) -> None:
         scored = score_rows(brief, rows, progress=bar.update, explain=explain, **kwargs)
     it = iter(scored)
     for p in run.prompts:
-        p.scores = [{k: s[k] for k in ("rewards", "total", "explanations") if k in s}
-                    for _, s in zip(p.completions, it, strict=False)]
+        p.scores = [_with_environment_reward({k: s[k] for k in ("rewards", "total", "explanations") if k in s}, c)
+                    for c, s in zip(p.completions, it, strict=False)]
+
+
+def _with_environment_reward(score: dict[str, Any], completion: Completion) -> dict[str, Any]:
+    """An episode's environment reward (`get_reward()`) added as TRL adds it: named after the class, weight 1."""
+    env = (completion.episode or {}).get("environment")
+    if not env:
+        return score
+    value = env.get("reward")
+    score["rewards"][env["name"]] = value
+    if value is not None:
+        score["total"] = (score.get("total") or 0.0) + float(value)
+    if "explanations" in score:
+        score["explanations"][env["name"]] = f"{env['name']}.get_reward() returned {value!r}"
+    return score

@@ -113,3 +113,27 @@ class TransformersBackend:
                 results.append(group)
             progress.advance(len(chunk), len(chunk) * settings.k)
         return results
+
+    def generate_ids(self, batch: list[list[int]], max_new_tokens: int, settings: SamplingSettings,
+                     seed: int) -> list[tuple[list[int], bool]]:
+        """One continuation of each token-id sequence (an episode's next turn): (new ids up to and
+        including EOS, whether it ended on EOS). Left-padded batches of `batch_sequences`, seeded."""
+        import torch
+
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else (
+            self.eos_ids[0] if self.eos_ids else 0)
+        out: list[tuple[list[int], bool]] = []
+        for start in range(0, len(batch), self.batch_sequences):
+            chunk = batch[start:start + self.batch_sequences]
+            width = max(len(ids) for ids in chunk)
+            input_ids = torch.tensor([[pad_id] * (width - len(ids)) + ids for ids in chunk], device=self.device)
+            mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids in chunk], device=self.device)
+            torch.manual_seed(seed + start)
+            with torch.no_grad():
+                generated = self.model.generate(
+                    input_ids=input_ids, attention_mask=mask, **decoding_kwargs(settings),
+                    max_new_tokens=max_new_tokens, eos_token_id=self.eos_ids or None, pad_token_id=pad_id)
+            for ids in generated[:, width:].tolist():
+                end = next((i for i, t in enumerate(ids) if t in self.eos_ids), None)
+                out.append((ids if end is None else ids[:end + 1], end is not None))
+        return out

@@ -24,6 +24,9 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     if est.settings.cpu:
         return _cpu_run(est)
     figures = f"predicted peak {est.total_gib:.1f} GiB per GPU of {est.gpu_memory_gib:g} GiB"
+    assumed = est.settings.episode_assumption()
+    if assumed:
+        figures += f" (assumed: {assumed})"
     if not est.fits:
         fix = "; or ".join(est.advice[:3]) if est.advice else "use LoRA (`model.adapter: lora`) or more GPUs"
         return [CheckResult(ID, FAIL, PATH, f"does not fit: {figures}", fix)]
