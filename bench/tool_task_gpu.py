@@ -8,8 +8,8 @@ On one CUDA GPU, with the embedded SmolLM2-135M-Instruct given Qwen2.5's ChatML 
    person's review so the pipeline can run unattended; a real run needs `finetune review`;
 3. the recipe run (learning_rate 5e-7): gate, render, launch, diagnose;
 4. the deviation run (learning_rate --lr, `grpo.deviation` naming run 3 when it was diagnosed healthy):
-   gate, render, launch, diagnose, `finetune eval` (held-out pass@1 before and after, the paired 95%
-   interval). Both runs use transformers generation.
+   gate, render, launch, `finetune eval` (held-out pass@1 before and after, the paired 95% interval),
+   then diagnose, which reads that held-out score. Both runs use transformers generation.
 Results go to --out (default $OUT or bench/results): tool-task-h200.json and each run's diagnosis.
 
     python bench/tool_task_gpu.py --steps 40 --eval-prompts 64 --k 4 --lr 3e-5
@@ -120,6 +120,8 @@ def train(brief: Path, run_dir: Path, evaluate: bool) -> dict[str, Any]:
     t0 = time.monotonic()
     finetune("launch", str(run_dir))
     train_s = time.monotonic() - t0
+    # held-out scores first: diagnose reads eval.json to tell convergence from entropy collapse
+    held_out = evaluate_run(run_dir) if evaluate else {}
     diag_code = finetune("diagnose", str(run_dir), "--json", expect=(0, 1)).code
     diagnosis = json.loads((run_dir / "diagnosis.json").read_text(encoding="utf-8"))
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
@@ -133,7 +135,7 @@ def train(brief: Path, run_dir: Path, evaluate: bool) -> dict[str, Any]:
         "tool_failure_curve": [m.get("tools/failure_frequency") for m in metrics],
         "tool_calls_per_sample_curve": [m.get("tools/call_frequency") for m in metrics],
     }
-    return {**out, **(evaluate_run(run_dir) if evaluate else {})}
+    return {**out, **held_out}
 
 
 def evaluate_run(run_dir: Path) -> dict[str, Any]:
