@@ -202,7 +202,7 @@ def test_status_of_a_run_launched_in_the_foreground(tmp_path: Path, model: Path)
     """No pid file: the process is found by its command line, the end by metrics.jsonl's end marker."""
     from launch_cases import start_launch, wait_for
 
-    run = _rendered(tmp_path, model, max_steps=4)
+    run = _rendered(tmp_path, model, max_steps=16)  # still training while the CLI children start
     log = tmp_path / "foreground.log"
     proc = start_launch(run, log=log)
     try:
@@ -219,5 +219,5 @@ def test_status_of_a_run_launched_in_the_foreground(tmp_path: Path, model: Path)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     status = run_status(run)
-    assert (status["state"], status["step"], status["pid"], status["rc"]) == ("finished", 4, None, 0), status
+    assert (status["state"], status["step"], status["pid"], status["rc"]) == ("finished", 16, None, 0), status
     assert not (run / "launch.pid").exists()
