@@ -94,6 +94,9 @@ def hostile_cases(port: int, marker: str, canary: str) -> dict[str, str]:
         "write_outside": (
             f"WON = False\nfor p in ['/var/tmp/{marker}', '/dev/shm/{marker}', '/dev/{marker}', '/{marker}',\n"
             f"          '{Path.home()}/{marker}', '{os.getcwd()}/{marker}', '/usr/{marker}', '/etc/{marker}']:\n"
+            # a path under /tmp (a checkout there) lands in the job's own private /tmp, which it may write;
+            # the leftovers check below proves nothing reached the host's
+            "    if p.startswith('/tmp/'):\n        continue\n"
             "    try:\n        open(p, 'w').write('pwned')\n        WON = True\n    except OSError:\n        pass\n"
             + win
         ),
