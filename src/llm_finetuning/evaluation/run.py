@@ -27,7 +27,6 @@ from llm_finetuning.evaluation.targets import (
     NO_RUN_MANIFEST,
     Target,
     folder_sha256,
-    has_run_manifest,
     is_model_folder,
     model_folder_target,
     sampling_folder,
@@ -37,7 +36,7 @@ from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, 
 from llm_finetuning.records.baseline import Decoding
 from llm_finetuning.rundir import EVAL_JSON, EVAL_JSONL
 from llm_finetuning.rundir.manifest import brief_path as manifest_brief_path
-from llm_finetuning.rundir.manifest import load_manifest
+from llm_finetuning.rundir.manifest import has_manifest, load_manifest
 from llm_finetuning.sampling.backend import SamplingSettings
 
 if TYPE_CHECKING:
@@ -96,12 +95,12 @@ def brief_and_manifest(folder: Path, brief_path: Path | None) -> tuple[Brief, bo
     launch`) is refused, unless `brief_path` names the brief to score it against: then the caller says
     NO_RUN_MANIFEST wherever it reports."""
     folder = Path(folder)
-    if has_run_manifest(folder):
+    if has_manifest(folder):
         if brief_path is not None:
             raise UnusableInput(f"--brief: {shown(folder)} is a run directory; its manifest names its brief",
                                 f"drop --brief and name {shown(folder)} alone", "--brief")
         return load_run_brief(folder), True
-    run = next((p for p in (folder.parent, folder.parent.parent) if has_run_manifest(p)), None)
+    run = next((p for p in (folder.parent, folder.parent.parent) if has_manifest(p)), None)
     if run is not None:
         raise UnusableInput(f"{shown(folder)} is a model inside the run directory {shown(run)}",
                             f"name the run directory {shown(run)} (and --checkpoint STEP for a checkpoint)", str(folder))

@@ -17,7 +17,7 @@ from pathlib import Path
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import folder_swap
-from llm_finetuning.rundir import CHECKPOINTS, FINAL_MODEL, MANIFEST, end_step
+from llm_finetuning.rundir import CHECKPOINTS, FINAL_MODEL, end_step
 from llm_finetuning.rundir.checkpoints import complete_checkpoints
 
 MERGED_CACHE = ".eval-models"
@@ -44,11 +44,6 @@ NO_RUN_MANIFEST = ("no run manifest: this model was not trained through `finetun
 FIX_NO_RUN_MANIFEST = ("train it through the gate: `finetune gate BRIEF`, `finetune render BRIEF -o RUN_DIR`, "
                        "`finetune launch RUN_DIR --detach`, then name RUN_DIR; or pass --brief BRIEF to score this "
                        "model against that brief's baseline anyway (the result says it has no run manifest)")
-
-
-def has_run_manifest(folder: Path) -> bool:
-    """`folder` is a run directory `finetune render` wrote after a passing gate (it has manifest.json)."""
-    return (Path(folder) / MANIFEST).is_file()
 
 
 def is_model_folder(folder: Path) -> bool:

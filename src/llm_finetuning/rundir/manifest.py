@@ -20,6 +20,11 @@ from llm_finetuning.rundir import MANIFEST
 MANIFEST_FORMAT = 1
 
 
+def has_manifest(folder: Path) -> bool:
+    """`folder` is a run directory `finetune render` wrote after a passing gate (it has manifest.json)."""
+    return (Path(folder) / MANIFEST).is_file()
+
+
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     """RUN_DIR/manifest.json as written, or None when absent or unreadable: for the readers that go on without it
     (diagnose, the gate's deviation run). `load_manifest` is the strict reading."""
