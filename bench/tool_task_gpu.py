@@ -10,7 +10,8 @@ On one CUDA GPU, with the embedded SmolLM2-135M-Instruct given Qwen2.5's ChatML 
 4. the deviation run (learning_rate --lr, `grpo.deviation` naming run 3 when it was diagnosed healthy):
    gate, render, launch, `finetune eval` (held-out pass@1 before and after, the paired 95% interval),
    then diagnose, which reads that held-out score. Both runs use transformers generation.
-Results go to --out (default $OUT or bench/results): tool-task-h200.json and each run's diagnosis.
+Results go to --out (default $OUT or bench/results): tool-task-h200.json and each run's diagnosis, with
+the metrics.jsonl and eval.json it read (tool-task-RUN-metrics.jsonl, tool-task-RUN-eval.json).
 
     python bench/tool_task_gpu.py --steps 40 --eval-prompts 64 --k 4 --lr 3e-5
     python bench/tool_task_gpu.py --smoke     # CPU, the tiny random model, 2 steps: the machinery only
@@ -218,8 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     name = "tool-task-smoke.json" if args.smoke else "tool-task-h200.json"
     (args.out / name).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    for run in runs:
-        shutil.copy(work / f"runs/{run}/diagnosis.json", args.out / f"tool-task-{run}-diagnosis.json")
+    for run in runs:  # the diagnosis, and what it read, so a later `finetune diagnose` can read it again
+        for kept in ("diagnosis.json", "metrics.jsonl", "eval.json"):
+            if (work / f"runs/{run}/{kept}").is_file():
+                shutil.copy(work / f"runs/{run}/{kept}", args.out / f"tool-task-{run}-{kept}")
     print(json.dumps({k: v for k, v in results.items() if k != "runs"}, indent=2))
     return 0
 

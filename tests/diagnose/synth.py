@@ -116,6 +116,15 @@ def all_pass() -> list[dict[str, Any]]:
                 rewards__exact_match__mean=lambda t, r: 1.0)
 
 
+def learned_prompts() -> list[dict[str, Any]]:
+    """Groups have signal early (30% tied); correctness climbs to 1.0 by two thirds of the run and holds, and
+    the groups tie at success from then on: the run learned its prompts (the tool task on one H200 did this)."""
+    return vary(healthy(), rewards__exact_match__mean=lambda t, r: min(1.0, 0.4 + 0.9 * t),
+                reward=lambda t, r: min(1.0, 0.4 + 0.9 * t),
+                frac_reward_zero_std=lambda t, r: 1.0 if t >= 0.67 else 0.3,
+                reward_std=lambda t, r: 0.0 if t >= 0.67 else 0.4)
+
+
 def truncated(ratio: float = 1.0) -> list[dict[str, Any]]:
     return vary(healthy(), completions__clipped_ratio=lambda t, r: ratio,
                 completions__mean_length=lambda t, r: 256.0,

@@ -122,6 +122,31 @@ def test_all_pass_means_prompts_too_easy(tmp_path: Path) -> None:
     assert "no_signal_all_fail" not in found
 
 
+# Issue 26 item 6: the tool task's 3e-5 run on one H200 learned its prompts (held-out pass@1 79% -> 98%) and
+# its last steps tied at success; that is the run being done, not prompts too easy from the start.
+def test_groups_that_tie_at_success_only_after_the_run_learned_them_are_prompts_learned(tmp_path: Path) -> None:
+    from llm_finetuning.diagnose import diagnosis_json
+
+    found = run_rules(tmp_path, synth.learned_prompts())
+    assert set(found) == {"prompts_learned"}
+    f = found["prompts_learned"]
+    assert (f.severity, f.variant, f.brief_edit) == ("info", None, None)
+    assert "after early steps that had signal; exact_match rose from" in f.evidence["message"]
+    assert "the run has learned its training prompts" in f.evidence["message"] and "k/k" in f.fix
+    assert diagnosis_json(list(found.values()))["healthy"] is True
+
+
+def test_groups_that_tie_from_the_first_steps_stay_prompts_too_easy(tmp_path: Path) -> None:
+    rows = synth.vary(synth.learned_prompts(), frac_reward_zero_std=lambda t, r: 1.0)
+    assert set(run_rules(tmp_path, rows)) == {"no_signal_all_pass"}
+
+
+def test_late_ties_without_learning_stay_prompts_too_easy(tmp_path: Path) -> None:
+    rows = synth.vary(synth.learned_prompts(), rewards__exact_match__mean=lambda t, r: 0.9,
+                      reward=lambda t, r: 0.9)  # correctness high from the start: nothing learned
+    assert "no_signal_all_pass" in run_rules(tmp_path, rows) and "prompts_learned" not in run_rules(tmp_path, rows)
+
+
 def test_truncation_with_nothing_terminating_is_an_error(tmp_path: Path) -> None:
     ctx = RunContext(max_completion_length=256)
     f = run_rules(tmp_path, synth.truncated(1.0), ctx)["truncation"]

@@ -35,3 +35,11 @@ def test_the_results_page_and_readme_quote_the_file() -> None:
     assert (f"held-out pass@1 {100 * run['held_out_pass_at_1_before']:.1f}% -> "
             f"{100 * run['held_out_pass_at_1_after']:.1f}% (+{100 * run['delta_pass_at_1']:.1f} points, 95% interval "
             f"+{100 * low:.1f} to +{100 * high:.1f}) after {run['steps']} steps at 3e-5") in readme
+
+
+def test_the_results_page_names_every_finding_of_the_measured_runs() -> None:
+    page = (REPO / "docs/results.md").read_text(encoding="utf-8")
+    section = page[page.index("## Tool use"):page.index("## How long `finetune eval` takes")]
+    for run in _result()["runs"].values():
+        for finding in run["findings"]:
+            assert f"`{finding}`" in section, finding

@@ -394,6 +394,9 @@ def _no_signal(traj: Trajectory, ctx: RunContext, want: str) -> Finding | None:
     level = sum(levels) / len(levels)
     top = 1.0 if correct_name is not None else max(1.0, sum(ctx.reward_weights.values()) or 1.0)
     kind = "no_signal_all_fail" if level < 0.5 * top else "no_signal_all_pass"
+    learned = _prompts_learned(fzs, traj, ctx) if kind == "no_signal_all_pass" else None
+    if learned is not None:
+        kind = "prompts_learned"
     if kind != want:
         return None
     what = f"{correct_name} mean" if correct_name else "reward mean"
@@ -402,6 +405,12 @@ def _no_signal(traj: Trajectory, ctx: RunContext, want: str) -> Finding | None:
                + ("fails" if kind == "no_signal_all_fail" else "passes") + ", so every advantage is zero")
     evidence = {"message": message, "steps_without_signal_share": share, "frac_reward_zero_std_late": late,
                 "level": level, "level_of": correct_name or "reward"}
+    if kind == "prompts_learned":
+        return Finding(kind, INFO, dead, {**evidence, "message": f"{message}, after early steps that had signal; "
+                                          f"{learned}: the run has learned its training prompts", "because": learned},
+                       None, "Nothing to fix in this run: it learned what these prompts teach, and more steps on them "
+                       "train nothing. To train on, add prompts the trained model does not solve k/k and rerun "
+                       "`finetune baseline` on them.")
     if kind == "no_signal_all_fail":
         return Finding(kind, ERROR, dead, evidence, None,
                        "Base success is zero on these prompts: RL cannot sharpen what the model never does. "
@@ -412,6 +421,15 @@ def _no_signal(traj: Trajectory, ctx: RunContext, want: str) -> Finding | None:
                    "the baseline, add harder ones, and rerun `finetune baseline`.")
 
 
+def _prompts_learned(fzs: Series, traj: Trajectory, ctx: RunContext) -> str | None:
+    """Why groups that all pass are the run's own doing, not prompts that were too easy from the start: the
+    early window still had signal (its median share of tied groups below NO_SIGNAL_FRAC) and the run learned
+    (`_convergence`: correctness or a held-out score rose and held). None otherwise."""
+    if len(fzs) < MIN_TREND_POINTS or median(fzs.values[: window_size(len(fzs))]) >= NO_SIGNAL_FRAC:
+        return None
+    return _convergence(traj, ctx)
+
+
 def no_signal_all_fail(traj: Trajectory, ctx: RunContext) -> Finding | None:
     """Most groups tie at failure: zero advantage everywhere (base success is zero -> SFT first)."""
     return _no_signal(traj, ctx, "no_signal_all_fail")
@@ -420,6 +438,12 @@ def no_signal_all_fail(traj: Trajectory, ctx: RunContext) -> Finding | None:
 def no_signal_all_pass(traj: Trajectory, ctx: RunContext) -> Finding | None:
     """Most groups tie at success: zero advantage everywhere (prompts too easy)."""
     return _no_signal(traj, ctx, "no_signal_all_pass")
+
+
+def prompts_learned(traj: Trajectory, ctx: RunContext) -> Finding | None:
+    """Groups tie at success only after the run learned them (early steps had signal; correctness or a held-out
+    score rose and held): information, not a failure mode. The run is done with these prompts."""
+    return _no_signal(traj, ctx, "prompts_learned")
 
 
 def truncation(traj: Trajectory, ctx: RunContext) -> Finding | None:
@@ -714,6 +738,7 @@ RULES: list[Rule] = [
     truncation,
     no_signal_all_fail,
     no_signal_all_pass,
+    prompts_learned,
     zero_loss,
     entropy_collapse,
     converged,
@@ -727,7 +752,7 @@ RULES: list[Rule] = [
 
 FINDING_IDS = ("entropy_collapse", "entropy_rising", "length_reward_correlation", "moe_instability", "no_signal_all_fail",
                "no_signal_all_pass", "truncation", "reward_hacking", "kl_blowup", "zero_loss", "tool_failures",
-               "episodes_cut", "converged")
+               "episodes_cut", "converged", "prompts_learned")
 _SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
 
 
