@@ -40,8 +40,14 @@ def profile_table(result: dict[str, Any]) -> str:
         regions = v.get("regions_s") or {}
         other = sum(regions.get(r) or 0.0 for r in OTHER)
         cells = " | ".join(f"{regions.get(r) or 0.0:.3f}" for r in SHOWN)
-        lines.append(f"| {task} | {model} | {adapter} | {name} | {v['step_s']:.2f} | {v['floor_s']:.2f} | "
-                     f"{v['step_over_floor']:.2f}x | {cells} | {other:.3f} | {v['first_step_s']:.1f} |")
+        if not regions:  # `trl grpo` on its defaults: only its step times, from its log lines
+            cells, other_cell = " | ".join("-" for _ in SHOWN), "-"
+        else:
+            other_cell = f"{other:.3f}"
+        floor = f"{v['floor_s']:.2f}" if v.get("floor_s") else "-"
+        ratio = f"{v['step_over_floor']:.2f}x" if v.get("step_over_floor") else "-"
+        lines.append(f"| {task} | {model} | {adapter} | {name} | {v['step_s']:.2f} | {floor} | {ratio} | {cells} | "
+                     f"{other_cell} | {v['first_step_s']:.1f} |")
     return "\n".join(lines)
 
 

@@ -44,14 +44,15 @@ def rendered(tmp_path: Path, adapter: str = "full", recommend: dict[str, Any] | 
     return {e.key: e.value for _title, entries in plan.sections for e in entries}
 
 
-def test_full_fine_tuning_on_a_gpu_decodes_from_a_static_cache(tmp_path: Path) -> None:
-    assert rendered(tmp_path)["cache_implementation"] == "static"
+@pytest.mark.parametrize("adapter", ["full", "lora"])
+def test_full_fine_tuning_and_lora_on_a_gpu_decode_from_a_static_cache(tmp_path: Path, adapter: str) -> None:
+    assert rendered(tmp_path, adapter=adapter)["cache_implementation"] == "static"
 
 
-@pytest.mark.parametrize("case", ["cpu", "opted-out", "lora", "qlora", "ddp", "fsdp2", "zero3", "vllm"])
+@pytest.mark.parametrize("case", ["cpu", "opted-out", "qlora", "ddp", "fsdp2", "zero3", "vllm"])
 def test_eager_decoding_where_compiled_was_not_measured_faster(tmp_path: Path, case: str) -> None:
     settings: dict[str, Any] = {
-        "cpu": {"gpus": 0}, "opted-out": {"compiled_generation": False}, "lora": {"adapter": "lora"},
+        "cpu": {"gpus": 0}, "opted-out": {"compiled_generation": False},
         "qlora": {"adapter": "qlora"}, "ddp": {"gpus": 2, "recommend": {"distributed": "ddp"}},
         "fsdp2": {"gpus": 2, "recommend": {"distributed": "fsdp2"}},
         "zero3": {"gpus": 2, "recommend": {"distributed": "zero3"}}, "vllm": {"generation": "vllm-colocate"},

@@ -456,12 +456,16 @@ def _generation_entries(topo: Topology, hardware: dict[str, Any], recommend: dic
     return entries
 
 
+# Adapters whose compiled decoding was measured faster than eager on one H200 (bench/step_profile.py).
+COMPILED_ADAPTERS = ("full", "lora")
+
+
 def compiled_generation(topo: Topology, hardware: dict[str, Any], adapter: str) -> bool:
-    """Decode from a compiled static KV cache: full fine-tuning with transformers generation on one GPU, unless the
-    brief says no. Where it was not measured faster it stays off: several processes (DDP, FSDP, ZeRO-3), LoRA
-    and QLoRA adapters, and CPU runs."""
+    """Decode from a compiled static KV cache: full fine-tuning or LoRA with transformers generation on one GPU,
+    unless the brief says no (docs/results.md, "Where a step's time goes": LoRA's step 2.4x faster compiled).
+    Where it was not measured faster it stays off: several processes (DDP, FSDP, ZeRO-3), QLoRA and CPU runs."""
     return (topo.generation == "transformers" and not topo.cpu and topo.distributed == "single"
-            and adapter == "full" and bool(hardware.get("compiled_generation", True)))
+            and adapter in COMPILED_ADAPTERS and bool(hardware.get("compiled_generation", True)))
 
 
 def _override_entries(overrides: dict[str, Any]) -> list[Entry]:
