@@ -16,7 +16,8 @@ where it has them (`trl.chat_template_utils.parse_response`, `supports_tool_call
 
 `tool_mask` marks the model's own tokens (1) against the tool results' (0), as TRL's does; the loss in
 training covers only the 1s. The loop is backend-free: it takes a `generate(ids_batch, max_new_tokens)`
-function, which the transformers backend provides. Heavy imports stay inside functions.
+function, which every backend's `generate_ids` provides (transformers, vLLM, an endpoint's
+`/v1/completions`). Heavy imports stay inside functions.
 """
 
 from __future__ import annotations
