@@ -158,6 +158,9 @@ def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[
                                  max_completion_length=settings.max_completion_length,
                                  chat_template_kwargs=settings.chat_template_kwargs)
         bar.advance(len(chunk), len(chunk) * settings.k)
+    hung = toolbox.hung.warning() if toolbox.hung is not None else None
+    if hung:
+        bar.note(hung)
     return [[Completion(i, j, e.final_answer, e.truncated, e.model_tokens, e.to_json()) for j, e in enumerate(group)]
             for i, group in enumerate(episodes)]
 
