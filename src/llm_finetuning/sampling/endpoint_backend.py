@@ -153,7 +153,6 @@ class EndpointBackend:
         return out
 
 
-
 def continuation_of(choice: dict[str, Any], tokenizer: Any, max_new_tokens: int) -> tuple[list[int], bool]:
     """(new token ids, ended on EOS or a stop) from one `/v1/completions` choice.
 

@@ -74,7 +74,7 @@ def recorded_settings(run: SamplingRun, system_prompt: str | None) -> dict[str, 
 
     if run.tokenizer is not None:
         template = chat_template_identity(run.tokenizer)
-    else:  # an endpoint applies the served model's own template, which this side cannot see
+    else:  # an endpoint's chat completions apply the served model's template, which this side cannot see
         template = {"applied": "by the endpoint", "sha256": None}
     s = run.settings
     return {"temperature": s.temperature, "greedy": s.greedy, "max_completion_length": s.max_completion_length, "top_p": s.top_p,
