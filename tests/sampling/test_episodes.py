@@ -178,3 +178,46 @@ def test_a_tool_that_runs_the_model_s_code_runs_it_in_the_sandbox(tokenizer: Any
     results = [m["content"] for m in episode.messages if m["role"] == "tool"]
     assert results == ["42\n", "{'error': 'the program ran past 5 s'}"]
     assert episode.tool_failures == 1 and episode.final_answer == "42"
+
+
+class ScriptedEngine:
+    """A backend that answers every sequence of its n-th turn with turns[n] (the loop's `scripted`), so the
+    whole of `sample_episodes` runs with tool calls on a model that would never make them."""
+
+    name = "scripted"
+
+    def __init__(self, tokenizer: Any, turns: list[str]) -> None:
+        self.tokenizer = tokenizer
+        self._generate = scripted(tokenizer, turns)
+
+    def generate_ids(self, batch: list[list[int]], max_new: int, settings: Any, seed: int) -> Any:
+        return self._generate(batch, max_new)
+
+
+def test_calls_that_hang_past_the_limit_are_counted_and_reported_in_one_line(
+        tmp_path: Path, tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from transformers import AutoTokenizer
+
+    from llm_finetuning.sampling.data import load_split
+    from llm_finetuning.sampling.progress import SamplingProgress
+    from llm_finetuning.sampling.run import prompts_at, sample_episodes, settings_from_brief
+
+    brief_path = copy_example("calculator-tools", tmp_path, **{
+        "model.id": str(tiny_model_dir), "episode.tools": ["hang:stall"], "episode.tool_timeout_s": 0.2,
+        "grpo.max_completion_length": 400})
+    (brief_path.parent / "hang.py").write_text(
+        'import time\n\n\ndef stall(x: int) -> int:\n    """Sleeps past any limit.\n\n    Args:\n'
+        '        x: Anything.\n    """\n    time.sleep(5)\n    return x\n', encoding="utf-8")
+    brief = load(brief_path)
+    spec = EpisodeSpec.of(brief.data)
+    assert spec is not None
+    call = CALL.format(name="stall", args='{"x": 1}')
+    engine = ScriptedEngine(AutoTokenizer.from_pretrained(tiny_model_dir), [call, call, "done<|im_end|>"])
+    prompts = prompts_at(brief, load_split(brief, "eval"), [0], None)
+    with SamplingProgress(1, 1, enabled=False) as bar:
+        [[completion]] = sample_episodes(engine, brief, spec, prompts, settings_from_brief(brief, 1), bar)
+    assert completion.episode is not None and completion.episode["tool_failures"] == 2
+    assert completion.text == "done"
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: tool calls passed episode.tool_timeout_s (0.2 s) and were left running in the background: "
+        "stall 2 call(s), 2 still running; make the tool return in time (or raise)"]

@@ -5,6 +5,12 @@ The server applies the model's chat template; the messages sent already carry `d
 One request per prompt asks for `n=k` choices with `seed = seed + prompt index` (a server that returns
 fewer choices is asked again for the rest). A choice whose `finish_reason` is `length` was cut at
 max_completion_length. `$OPENAI_API_KEY`, when set, is sent as a bearer token.
+
+Episodes (docs/sampling.md, Episodes) continue token ids instead: `generate_ids` sends each sequence to
+`/v1/completions` with the ids as `prompt` and `return_token_ids: true` (vLLM's server then returns each
+choice's `token_ids`, the request TRL 1.16's `VLLMClient.generate` sends). The brief's tokenizer, loaded
+here, renders the prompts and parses the turns; a server that returns text only has its text tokenised
+with that tokenizer, which can split it differently from the ids the model drew (the fallback).
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ TIMEOUT_S = 600.0
 CONCURRENCY = 8
 START_FIX = ("start the server (e.g. `trl vllm-serve --model MODEL` or `vllm serve MODEL`) and pass its base URL, "
              "or drop --endpoint to sample locally")
+COMPLETIONS_FIX = ("episodes need the server's `/v1/completions` with token-id prompts (`vllm serve MODEL` or "
+                   "`trl vllm-serve --model MODEL` serve it); or sample episodes locally with `--backend transformers`")
 
 
 def base_url(url: str) -> str:
@@ -39,15 +47,19 @@ def base_url(url: str) -> str:
 class EndpointBackend:
     name = "endpoint"
 
-    def __init__(self, url: str, model: str | None = None, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(self, url: str, model: str | None = None, timeout_s: float = TIMEOUT_S,
+                 tokenizer: Any = None) -> None:
         self.url = base_url(url)
         self.timeout_s = timeout_s
         self.model = model or self._served_model()
+        # The brief's tokenizer, for episodes only: chat completions leave the template to the server.
+        self.tokenizer = tokenizer
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "endpoint": self.url, "served_model": self.model}
 
-    def _request(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
+    def _request(self, method: str, path: str, payload: dict[str, Any] | None = None,
+                 missing_fix: str | None = None) -> Any:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get("OPENAI_API_KEY")
         if key:
@@ -59,6 +71,9 @@ class EndpointBackend:
                 return json.loads(resp.read().decode("utf-8"))
         except urllib.error.HTTPError as exc:
             body = exc.read().decode("utf-8", "replace")[:300]
+            if missing_fix and exc.code in (404, 405, 501):
+                raise UnusableInput(f"endpoint {self.url} does not serve {path} (HTTP {exc.code}: {body})",
+                                    missing_fix, "--endpoint") from None
             raise UnusableInput(f"endpoint {self.url}{path} answered HTTP {exc.code}: {body}",
                                 "check that the server serves the brief's model and accepts these settings",
                                 "--endpoint") from None
@@ -108,3 +123,50 @@ class EndpointBackend:
                 results[i] = future.result()
                 progress.advance(1, settings.k)
         return results
+
+    def _continue_one(self, ids: list[int], max_new_tokens: int, settings: SamplingSettings,
+                      seed: int) -> tuple[list[int], bool]:
+        payload = {
+            "model": self.model, "prompt": ids, "n": 1, "max_tokens": max_new_tokens,
+            "temperature": 0.0 if settings.greedy else settings.temperature,
+            "top_p": 1.0 if settings.greedy else settings.top_p, "seed": seed,
+            "return_token_ids": True,  # vLLM's server: each choice then carries `token_ids`
+        }
+        answer = self._request("POST", "/v1/completions", payload, missing_fix=COMPLETIONS_FIX)
+        choices = answer.get("choices") if isinstance(answer, dict) else None
+        if not choices:
+            raise UnusableInput(f"endpoint {self.url}/v1/completions returned no choices for a token-id prompt",
+                                "check the server's log; it must accept a list of token ids as `prompt`",
+                                "--endpoint")
+        return continuation_of(choices[0], self.tokenizer, max_new_tokens)
+
+    def generate_ids(self, batch: list[list[int]], max_new_tokens: int, settings: SamplingSettings,
+                     seed: int) -> list[tuple[list[int], bool]]:
+        """One continuation of each token-id sequence (an episode's next turn), `seed + position` each,
+        concurrent requests: (new ids up to and including EOS, whether it ended on EOS or a stop)."""
+        out: list[tuple[list[int], bool]] = [([], False)] * len(batch)
+        with ThreadPoolExecutor(max_workers=min(CONCURRENCY, max(1, len(batch)))) as pool:
+            futures = {pool.submit(self._continue_one, ids, max_new_tokens, settings, seed + i): i
+                       for i, ids in enumerate(batch)}
+            for future in as_completed(futures):
+                out[futures[future]] = future.result()
+        return out
+
+
+def continuation_of(choice: dict[str, Any], tokenizer: Any, max_new_tokens: int) -> tuple[list[int], bool]:
+    """(new token ids, ended on EOS or a stop) from one `/v1/completions` choice.
+
+    `token_ids` (vLLM's `return_token_ids`) are the ids the model drew, EOS included when it stopped on
+    one. Without them the text is tokenised with the brief's tokenizer (`add_special_tokens=False`), the
+    tokenizer's EOS appended when `finish_reason` is `stop`, and the whole cut at `max_new_tokens`: the
+    fallback, which differs from the drawn ids wherever the text tokenises another way.
+    """
+    ended = choice.get("finish_reason") == "stop"
+    token_ids = choice.get("token_ids")
+    if isinstance(token_ids, list):
+        return [int(t) for t in token_ids], ended
+    ids = list(tokenizer(str(choice.get("text") or ""), add_special_tokens=False)["input_ids"])
+    eos = tokenizer.eos_token_id
+    if ended and eos is not None and (not ids or ids[-1] != eos):
+        ids.append(int(eos))
+    return ids[:max_new_tokens], ended and len(ids) <= max_new_tokens

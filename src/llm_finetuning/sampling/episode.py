@@ -16,7 +16,8 @@ where it has them (`trl.chat_template_utils.parse_response`, `supports_tool_call
 
 `tool_mask` marks the model's own tokens (1) against the tool results' (0), as TRL's does; the loss in
 training covers only the 1s. The loop is backend-free: it takes a `generate(ids_batch, max_new_tokens)`
-function, which the transformers backend provides. Heavy imports stay inside functions.
+function, which every backend's `generate_ids` provides (transformers, vLLM, an endpoint's
+`/v1/completions`). Heavy imports stay inside functions.
 """
 
 from __future__ import annotations
@@ -45,11 +46,34 @@ def _import(ref: str, folder: Path) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def timed(func: Callable[..., Any], timeout_s: float) -> Callable[..., Any]:
+@dataclass
+class HungCalls:
+    """The tool calls of one sampling run that passed their time limit, by tool: each left its thread
+    running (a Python thread cannot be stopped), which `warning` reports once the run is done."""
+
+    timeout_s: float
+    threads: dict[str, list[threading.Thread]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, tool: str, thread: threading.Thread) -> None:
+        with self._lock:
+            self.threads.setdefault(tool, []).append(thread)
+
+    def warning(self) -> str | None:
+        """One line naming every tool that hung, how many of its calls did and how many still run."""
+        if not self.threads:
+            return None
+        counts = ", ".join(f"{tool} {len(ts)} call(s), {sum(t.is_alive() for t in ts)} still running"
+                           for tool, ts in sorted(self.threads.items()))
+        return (f"warning: tool calls passed episode.tool_timeout_s ({self.timeout_s:g} s) and were left "
+                f"running in the background: {counts}; make the tool return in time (or raise)")
+
+
+def timed(func: Callable[..., Any], timeout_s: float, hung: HungCalls | None = None) -> Callable[..., Any]:
     """`func` with a wall-clock limit: past it the call raises TimeoutError, which TRL's loop (and ours)
     hands to the model as the tool's `{"error": ...}` result. The name, signature and docstring stay, so
     `get_json_schema` reads the tool as before. A call that never returns leaves its daemon thread
-    behind; the episode goes on."""
+    behind, counted in `hung`; the episode goes on."""
 
     @functools.wraps(func)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -65,6 +89,8 @@ def timed(func: Callable[..., Any], timeout_s: float) -> Callable[..., Any]:
         worker.start()
         worker.join(timeout_s)
         if worker.is_alive():
+            if hung is not None:
+                hung.add(func.__name__, worker)
             raise TimeoutError(f"{func.__name__} did not return within {timeout_s:g} s")
         if "error" in box:
             raise box["error"]
@@ -79,9 +105,9 @@ def environment_tools(instance: Any) -> list[Callable[..., Any]]:
             if name not in ("reset", "get_reward") and not name.startswith("_")]
 
 
-def timed_environment(cls: type, timeout_s: float) -> type:
+def timed_environment(cls: type, timeout_s: float, hung: HungCalls | None = None) -> type:
     """A subclass of `cls`, same name, whose tool methods carry the time limit (`timed`)."""
-    methods = {name: timed(f, timeout_s) for name, f in inspect.getmembers(cls, predicate=inspect.isfunction)
+    methods = {name: timed(f, timeout_s, hung) for name, f in inspect.getmembers(cls, predicate=inspect.isfunction)
                if name not in ("reset", "get_reward") and not name.startswith("_")}
     return type(cls.__name__, (cls,), {**methods, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                                        "__doc__": cls.__doc__})
@@ -93,6 +119,7 @@ class Toolbox:
 
     tools: list[Callable[..., Any]]
     environment: type | None = None
+    hung: HungCalls | None = None  # the calls that passed the time limit, when the tools are `timed` with it
 
     def open(self) -> tuple[Any, list[Callable[..., Any]]]:
         """(a fresh environment instance or None, the tools of an episode)."""
@@ -107,10 +134,13 @@ class Toolbox:
 
 
 def load_toolbox(spec: EpisodeSpec, folder: Path) -> Toolbox:
-    """Import the brief's tools or environment (user code), each call under `episode.tool_timeout_s`."""
-    tools = [timed(_import(ref, folder), spec.tool_timeout_s) for ref in spec.tools]
-    env = timed_environment(_import(spec.environment, folder), spec.tool_timeout_s) if spec.environment else None
-    return Toolbox(tools, env)
+    """Import the brief's tools or environment (user code), each call under `episode.tool_timeout_s`; the
+    calls that pass it are counted in the toolbox's `hung`."""
+    hung = HungCalls(spec.tool_timeout_s)
+    tools = [timed(_import(ref, folder), spec.tool_timeout_s, hung) for ref in spec.tools]
+    env = (timed_environment(_import(spec.environment, folder), spec.tool_timeout_s, hung) if spec.environment
+           else None)
+    return Toolbox(tools, env, hung)
 
 
 def tool_schema_problems(spec: EpisodeSpec, folder: Path) -> list[Problem]:

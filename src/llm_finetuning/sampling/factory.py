@@ -58,12 +58,18 @@ def choose_backend(requested: str, endpoint: str | None, has_vllm: bool, has_cud
 
 def make_backend(name: str, resolved: Any, dtype: str, endpoint: str | None = None,
                  endpoint_model: str | None = None) -> Backend:
-    """Instantiate the chosen backend (this loads the model, except for the endpoint backend)."""
+    """Instantiate the chosen backend (this loads the model, except for the endpoint backend, which loads
+    only the tokenizer of `resolved` when one is given: episodes render and parse turns here)."""
     if name == "endpoint":
         from llm_finetuning.sampling.endpoint_backend import EndpointBackend
 
         assert endpoint is not None
-        return EndpointBackend(endpoint, model=endpoint_model)
+        tokenizer = None
+        if resolved is not None:
+            from llm_finetuning.models import load_tokenizer
+
+            tokenizer = load_tokenizer(resolved)
+        return EndpointBackend(endpoint, model=endpoint_model, tokenizer=tokenizer)
     if name == "vllm":
         problem = vllm_problem("sampling with vLLM")
         if problem is not None:

@@ -27,6 +27,15 @@ class SamplingProgress:
             self._bar.set_postfix_str(f"prompts {self.prompts_done}/{self.n_prompts}", refresh=False)
             self._bar.update(completions)
 
+    def note(self, line: str) -> None:
+        """A line on stderr above the bar (tqdm.write), or plainly when there is no bar."""
+        if self._bar is not None:
+            from tqdm import tqdm
+
+            tqdm.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()

@@ -74,7 +74,7 @@ def recorded_settings(run: SamplingRun, system_prompt: str | None) -> dict[str, 
 
     if run.tokenizer is not None:
         template = chat_template_identity(run.tokenizer)
-    else:  # an endpoint applies the served model's own template, which this side cannot see
+    else:  # an endpoint's chat completions apply the served model's template, which this side cannot see
         template = {"applied": "by the endpoint", "sha256": None}
     s = run.settings
     return {"temperature": s.temperature, "greedy": s.greedy, "max_completion_length": s.max_completion_length, "top_p": s.top_p,
@@ -104,9 +104,10 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
     if indices is None:
         indices = pick_indices(len(data_split.rows), n_prompts, settings.seed)
     prompts = prompts_at(brief, data_split, indices, system_prompt)
-    if chosen == "endpoint":
-        identity = model_identity(model_section, brief.folder)
-        engine = make_backend(chosen, None, str(model_section.get("dtype", "bfloat16")), endpoint, endpoint_model)
+    if chosen == "endpoint":  # an episode needs the brief's tokenizer here: the server sees token ids only
+        resolved = resolve_model(model_section, brief.folder) if EpisodeSpec.of(brief.data) is not None else None
+        identity = resolved.identity if resolved is not None else model_identity(model_section, brief.folder)
+        engine = make_backend(chosen, resolved, str(model_section.get("dtype", "bfloat16")), endpoint, endpoint_model)
     else:
         resolved = resolve_model(model_section, brief.folder)
         identity = resolved.identity
@@ -135,9 +136,11 @@ def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[
     """k episodes a prompt through `sampling.episode.run_episodes`, as Completions that carry them."""
     from llm_finetuning.sampling.episode import load_toolbox, prepare_tokenizer, run_episodes
 
-    if not callable(getattr(engine, "generate_ids", None)):
-        raise UnusableInput(f"episodes are sampled on the transformers backend in this release, not {engine.name}",
-                            "run with `--backend transformers` (docs/sampling.md, Episodes)", "episode")
+    if not callable(getattr(engine, "generate_ids", None)) or getattr(engine, "tokenizer", None) is None:
+        raise UnusableInput(f"the {engine.name} backend cannot continue an episode from token ids (it has no "
+                            "generate_ids, or no tokenizer to render and parse turns)",
+                            "sample episodes with `--backend transformers`, `--backend vllm` or `--endpoint URL` "
+                            "(docs/sampling.md, Episodes)", "episode")
     prepare_tokenizer(engine.tokenizer, spec, brief.folder)
     toolbox = load_toolbox(spec, brief.folder)
     turn = [0]
@@ -155,6 +158,9 @@ def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[
                                  max_completion_length=settings.max_completion_length,
                                  chat_template_kwargs=settings.chat_template_kwargs)
         bar.advance(len(chunk), len(chunk) * settings.k)
+    hung = toolbox.hung.warning() if toolbox.hung is not None else None
+    if hung:
+        bar.note(hung)
     return [[Completion(i, j, e.final_answer, e.truncated, e.model_tokens, e.to_json()) for j, e in enumerate(group)]
             for i, group in enumerate(episodes)]
 

@@ -3,6 +3,11 @@
 Prompts are rendered with the model's own chat template (the same text the transformers backend and
 GRPO training feed) and sent as token ids, left-truncated to max_prompt_length. Every prompt gets its
 own `SamplingParams(seed=seed + prompt index)`, so results do not depend on how vLLM batches them.
+
+Episodes continue token ids (`generate_ids`): each sequence is a `TokensPrompt` with its own
+`SamplingParams(n=1, seed=...)`. Written against vLLM's documented API (`vllm.inputs.TokensPrompt`,
+`CompletionOutput.token_ids` and `finish_reason`); vLLM cannot be installed where this was written, so
+only `continuation_params_kwargs` is tested (docs/sampling.md, Episodes).
 """
 
 from __future__ import annotations
@@ -30,6 +35,18 @@ def sampling_params_kwargs(settings: SamplingSettings, prompt_index: int) -> dic
         "top_p": 1.0 if settings.greedy else settings.top_p,
         "max_tokens": settings.max_completion_length,
         "seed": settings.seed + prompt_index,
+    }
+
+
+def continuation_params_kwargs(settings: SamplingSettings, max_new_tokens: int, seed: int) -> dict[str, Any]:
+    """The `vllm.SamplingParams` arguments for one episode turn: one continuation of `max_new_tokens` at
+    most, sampled as `sampling_params_kwargs` samples (greedy is temperature 0)."""
+    return {
+        "n": 1,
+        "temperature": 0.0 if settings.greedy else settings.temperature,
+        "top_p": 1.0 if settings.greedy else settings.top_p,
+        "max_tokens": max_new_tokens,
+        "seed": seed,
     }
 
 
@@ -75,3 +92,17 @@ class VllmBackend:
                 ])
             progress.advance(len(chunk), len(chunk) * settings.k)
         return results
+
+    def generate_ids(self, batch: list[list[int]], max_new_tokens: int, settings: SamplingSettings,
+                     seed: int) -> list[tuple[list[int], bool]]:
+        """One continuation of each token-id sequence (an episode's next turn), `seed + position` each:
+        (new ids, EOS included when it stopped on one; whether `finish_reason` is `stop`)."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        prompts = [TokensPrompt(prompt_token_ids=list(ids)) for ids in batch]
+        params = [SamplingParams(**continuation_params_kwargs(settings, max_new_tokens, seed + i))
+                  for i in range(len(batch))]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        return [(list(request.outputs[0].token_ids), request.outputs[0].finish_reason == "stop")
+                for request in outputs]
