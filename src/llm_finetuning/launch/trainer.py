@@ -5,6 +5,12 @@ ModelConfig, DatasetMixtureConfig), so `finetune launch` and `trl grpo --config`
 On top of TRL's script this adds: model resolution (embedded/GGUF models), the brief's prompt field and
 system prompt, metrics.jsonl and completions.jsonl, a progress bar on stderr, checkpoints that count only
 once committed, and a checkpoint before exiting on SIGINT/SIGTERM.
+
+The trainer is TRL's own GRPOTrainer, extended only through its public surface: callbacks (metrics, completions,
+checkpoint commits, the signal stop, the progress bar, held-out evaluation) and constructor arguments. The one
+private read left, the completion log's, goes through `launch.trl_private`, which names every private use. What a
+run changes in the process (working directory, sys.path, imported reward modules, signal handlers, environment)
+happens inside `process_state_for_training`, which puts all of it back.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +36,7 @@ from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_text, compiled_from_source, replace_folder
 from llm_finetuning.launch import LaunchRefused
+from llm_finetuning.launch.trl_private import last_generation_batch, presize_static_cache
 from llm_finetuning.rundir import COMPLETIONS, END_EVENT, EVAL_JSONL, FINAL_MODEL, METRICS
 from llm_finetuning.rundir.checkpoints import (
     commit_checkpoint,
@@ -50,26 +59,87 @@ class TrainOutcome:
 
 
 class _StopFlag:
-    """Set by SIGINT/SIGTERM; the trainer saves a checkpoint at the end of the current step and stops."""
+    """Set by SIGINT/SIGTERM once installed; the trainer saves a checkpoint at the end of the current step and
+    stops. `process_state_for_training` puts the previous handlers back."""
 
     def __init__(self) -> None:
         self.signal_name: str | None = None
-        self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._previous[sig] = signal.signal(sig, self._handle)
-
-    def restore(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous.clear()
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._handle)
 
     def _handle(self, signum: int, frame: Any) -> None:
         self.signal_name = signal.Signals(signum).name
         print(f"\nfinetune launch: {self.signal_name} received; saving a checkpoint at the end of this step "
               "(send it again to stop at once)", file=sys.stderr, flush=True)
         signal.signal(signum, signal.SIG_DFL)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+REWARDS_MODULE = "rewards_entry"  # the rendered rewards_entry.py, imported by grpo_config.yaml's reward_funcs
+
+
+@contextmanager
+def process_state_for_training(run_dir: Path, brief_folder: Path) -> Iterator[_StopFlag]:
+    """The process as a training run needs it, and as it was once the block exits (an exception included).
+
+    Inside: the working directory is `run_dir` (grpo_config.yaml's paths are relative to it), `run_dir` is first
+    on sys.path (reward_funcs name `rewards_entry.<attr>`), and a `rewards_entry` another run imported earlier is
+    set aside. The yielded stop flag's SIGINT/SIGTERM handlers are installed by the caller when training starts
+    (a signal while the model loads still stops at once). On exit the working directory, sys.path, os.environ
+    (TensorBoard's folder, inductor's cache, what TrainingArguments sets), the signal handlers, torch's thread
+    count and the heap's freeze (where nothing was frozen on entry) are as on entry, and the modules imported
+    from `run_dir` or `brief_folder` (rewards, custom rewards, tools) are forgotten, the set-aside one restored."""
+    import torch
+
+    cwd, path, environ, modules = os.getcwd(), list(sys.path), dict(os.environ), set(sys.modules)
+    handlers = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    threads, frozen = torch.get_num_threads(), gc.get_freeze_count()
+    set_aside = {}
+    cached = sys.modules.get(REWARDS_MODULE)
+    if cached is not None and Path(getattr(cached, "__file__", None) or "").resolve() != run_dir / "rewards_entry.py":
+        set_aside[REWARDS_MODULE] = sys.modules.pop(REWARDS_MODULE)
+    try:
+        os.chdir(run_dir)
+        if str(run_dir) not in sys.path:
+            sys.path.insert(0, str(run_dir))
+        yield _StopFlag()
+    finally:
+        for sig, handler in handlers.items():
+            if handler is not None:  # None: a handler not installed from Python, which cannot be put back
+                signal.signal(sig, handler)
+        if not frozen and gc.get_freeze_count():
+            gc.unfreeze()
+        torch.set_num_threads(threads)
+        _forget_modules_from(set(sys.modules) - modules, (run_dir, Path(brief_folder).resolve()))
+        sys.modules.update(set_aside)
+        _restore_environ(environ)
+        sys.path[:] = path
+        os.chdir(cwd)
+
+
+def _forget_modules_from(names: set[str], folders: tuple[Path, ...]) -> None:
+    """Drop from sys.modules those of `names` imported through one of `folders` on sys.path (a run's own code:
+    `folder/<top>.py` or `folder/<top>/...` for a module `<top>.*`); a library in a virtual environment that
+    happens to lie inside the brief's folder stays."""
+    for name in names:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if not file:
+            continue
+        top, path = name.partition(".")[0], Path(file).resolve()
+        for folder in folders:
+            if path.is_relative_to(folder) and path.relative_to(folder).parts[0].partition(".")[0] == top:
+                del sys.modules[name]
+                break
+
+
+def _restore_environ(environ: dict[str, str]) -> None:
+    for name in set(os.environ) - set(environ):
+        del os.environ[name]
+    for name, value in environ.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _clean(value: Any) -> Any:
@@ -186,6 +256,21 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = 
                 self.bar.close()
                 self.bar = None
 
+    class CommitCheckpoints(TrainerCallback):
+        """A checkpoint counts once committed (rundir.checkpoints). transformers fires on_save on every process
+        right after `_save_checkpoint` returns: the folder is whole by then (TRL's own files and
+        trainer_state.json written, save_total_limit's rotation done), so the marker comes last."""
+
+        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            from accelerate import PartialState
+            from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+            PartialState().wait_for_everyone()  # every process's share of the checkpoint is written
+            if args.should_save:
+                folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+                commit_checkpoint(folder, state.global_step)
+            PartialState().wait_for_everyone()
+
     class FreezeHeap(TrainerCallback):
         """After this process's first step, collect once and move every object then alive into the permanent
         generation (`gc.freeze`). The first step leaves the models, the data loader and compiled decoding's graphs
@@ -200,50 +285,38 @@ def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = 
                 gc.collect()
                 gc.freeze()
 
-    out: list[Any] = [MetricsCallback(), StopOnSignal(), FreezeHeap()] + \
+    out: list[Any] = [MetricsCallback(), CommitCheckpoints(), StopOnSignal(), FreezeHeap()] + \
         ([HeldOutEval()] if evaluator is not None else [])
     if progress:
         out.append(Progress())
     return out
 
 
-def _trainer_class() -> Any:
-    from trl import GRPOTrainer
+def _completion_log(run_dir: Path, trainer: Any) -> Any:
+    """completions.jsonl: at each training log event with a new generation batch, one row per completion
+    (`step`, `prompt`, `completion`, `rewards` by function name). TRL keeps the batch only privately
+    (`trl_private.last_generation_batch`); a callback holding the trainer reads it there."""
+    from transformers import TrainerCallback
 
-    class RunTrainer(GRPOTrainer):
-        """GRPOTrainer that commits checkpoints and writes completions.jsonl."""
+    class CompletionLog(TrainerCallback):
+        last_batch: Any = None
 
-        _lf_run_dir: Path
-        _lf_last_batch: Any = None
-
-        def _save_checkpoint(self, model: Any, trial: Any) -> None:
-            super()._save_checkpoint(model, trial)
-            self.accelerator.wait_for_everyone()
-            if self.args.should_save:
-                folder = Path(self._get_output_dir(trial=trial)) / f"checkpoint-{self.state.global_step}"
-                commit_checkpoint(folder, self.state.global_step)
-            self.accelerator.wait_for_everyone()
-
-        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-            super().log(logs, start_time)
-            if not self.accelerator.is_main_process or not getattr(self.model, "training", False):
+        def on_log(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
+            if not state.is_world_process_zero or not getattr(model, "training", False):
                 return
-            logged: dict[str, Any] = dict(self._logs)  # TRL's buffers of the last generation batch
-            prompts, completions = logged["prompt"], logged["completion"]
+            prompts, completions, rewards = last_generation_batch(trainer)
             if not completions:
                 return
             batch = (len(completions), id(completions[-1]), id(completions[0]))
-            if batch == self._lf_last_batch:
+            if batch == self.last_batch:
                 return  # no new generation since the last log event
-            self._lf_last_batch = batch
-            rewards = {name: list(values) for name, values in logged["rewards"].items()}
-            rows = []
-            for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=False)):
-                rows.append({"step": self.state.global_step, "prompt": prompt, "completion": completion,
-                             "rewards": {name: _clean(v[i]) if i < len(v) else None for name, v in rewards.items()}})
-            _jsonl_append(self._lf_run_dir / COMPLETIONS, rows)
+            self.last_batch = batch
+            rows = [{"step": state.global_step, "prompt": prompt, "completion": completion,
+                     "rewards": {name: _clean(v[i]) if i < len(v) else None for name, v in rewards.items()}}
+                    for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=False))]
+            _jsonl_append(run_dir / COMPLETIONS, rows)
 
-    return RunTrainer
+    return CompletionLog()
 
 
 def _resolve_model(brief: Brief) -> tuple[str, Any]:
@@ -331,81 +404,88 @@ def _episode_kwargs(brief: Brief, tokenizer: Any) -> dict[str, Any]:
 
 def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[str] | None = None,
           progress: bool = True) -> TrainOutcome:
-    """Train the verified run in `run_dir` in this process (one of several under accelerate, or alone)."""
+    """Train the verified run in `run_dir` in this process (one of several under accelerate, or alone); the
+    process is as it was once this returns (`process_state_for_training`)."""
     run_dir = Path(run_dir).resolve()
-    os.chdir(run_dir)
-    if str(run_dir) not in sys.path:
-        sys.path.insert(0, str(run_dir))
-    from trl import get_dataset, get_peft_config, get_quantization_config
+    with process_state_for_training(run_dir, brief.folder) as stop:
+        script_args, training_args, model_args, dataset_args = _parse_grpo_config(extra_args)
+        output_dir = _set_up_outputs(training_args, run_dir)
+        checkpoint = _start_or_resume(run_dir, output_dir, resume)
+        trainer = _build_trainer(brief, run_dir, stop, progress, script_args, training_args, model_args,
+                                 dataset_args)
+        stop.install()  # kept through the final save: a signal then is deferred, not a kill mid-write
+        finished, final_model = _train_and_save(trainer, stop, checkpoint, run_dir)
+    last = last_complete_checkpoint(output_dir)
+    _end_distributed()
+    return TrainOutcome(
+        global_step=int(trainer.state.global_step), max_steps=int(trainer.state.max_steps),
+        stopped_by=None if finished else stop.signal_name, checkpoint=str(last) if last else None,
+        final_model=final_model,
+    )
+
+
+def _parse_grpo_config(extra_args: list[str] | None) -> tuple[Any, Any, Any, Any]:
+    """grpo_config.yaml (in the working directory) and `extra_args`, read by TRL's parser for `trl grpo`:
+    (script_args, training_args, model_args, dataset_args)."""
     from trl.scripts.grpo import make_parser
 
-    parser = make_parser()
     argv = ["--config", "grpo_config.yaml", *(extra_args or [])]
-    script_args, training_args, model_args, dataset_args, _rest = parser.parse_args_and_config(
+    script_args, training_args, model_args, dataset_args, _rest = make_parser().parse_args_and_config(
         argv, return_remaining_strings=True)
+    return script_args, training_args, model_args, dataset_args
 
+
+def _set_up_outputs(training_args: Any, run_dir: Path) -> Path:
+    """CPU threads sized as the sampler sizes them (generation and training share them), TensorBoard's event
+    files beside metrics.jsonl rather than in checkpoints/, and the checkpoints folder made absolute (returned)."""
     import torch
 
     if training_args.use_cpu or not torch.cuda.is_available():
-        # generation and training share this process's threads: size them as the sampler does
         size_torch_threads(torch, "Training")
-    if "tensorboard" in (training_args.report_to or []):  # event files beside metrics.jsonl, not in checkpoints/
+    if "tensorboard" in (training_args.report_to or []):
         from llm_finetuning.brief.tracking import TENSORBOARD_DIR
 
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / TENSORBOARD_DIR)
-    model_path, resolved = _resolve_model(brief)
     output_dir = (run_dir / training_args.output_dir).resolve()
     training_args.output_dir = str(output_dir)
+    return output_dir
 
-    checkpoint: Path | None = None
+
+def _start_or_resume(run_dir: Path, output_dir: Path, resume: bool) -> Path | None:
+    """The checkpoint to resume from (None for a fresh start), after refusing a start that would overwrite
+    checkpoints or a resume with none; a resume sets uncommitted folders aside and drops the log rows
+    written after its checkpoint, a fresh start removes the logs of an earlier one."""
     problem = start_problem(output_dir, resume)
     if problem:
         raise LaunchRefused([problem], EXIT_REJECTED)
-    if resume:
-        set_aside_incomplete(output_dir)
-        checkpoint = last_complete_checkpoint(output_dir)
-        assert checkpoint is not None  # start_problem said so
-        step = int(checkpoint.name.rsplit("-", 1)[1])
-        _truncate_jsonl(run_dir / METRICS, step)
-        _truncate_jsonl(run_dir / COMPLETIONS, step)
-        _truncate_jsonl(run_dir / EVAL_JSONL, step)
-    else:
+    if not resume:
         for name in (METRICS, COMPLETIONS, EVAL_JSONL):
             (run_dir / name).unlink(missing_ok=True)
+        return None
+    set_aside_incomplete(output_dir)
+    checkpoint = last_complete_checkpoint(output_dir)
+    assert checkpoint is not None  # start_problem said so
+    step = int(checkpoint.name.rsplit("-", 1)[1])
+    for name in (METRICS, COMPLETIONS, EVAL_JSONL):
+        _truncate_jsonl(run_dir / name, step)
+    return checkpoint
 
-    model_init_kwargs = {
-        "revision": model_args.model_revision,
-        "trust_remote_code": training_args.trust_remote_code,
-        "attn_implementation": model_args.attn_implementation,
-        "dtype": model_args.dtype,
-    }
-    model_init_kwargs.update(training_args.model_init_kwargs or {})
-    if getattr(resolved, "revision", None) is None and model_path != model_args.model_name_or_path:
-        model_init_kwargs.pop("revision", None)  # a dequantised local copy has no hub revision
-    training_args.model_init_kwargs = model_init_kwargs
 
-    cached = sys.modules.get("rewards_entry")
-    if cached is not None and Path(getattr(cached, "__file__", "")).resolve() != run_dir / "rewards_entry.py":
-        del sys.modules["rewards_entry"]  # another run's rewards, imported earlier in this process
-    reward_funcs = []
-    with compiled_from_source():  # rewards_entry.py as verified against a fresh render, not a .pyc beside it
-        for ref in script_args.reward_funcs or []:
-            module, _, attr = ref.rpartition(".")
-            reward_funcs.append(getattr(importlib.import_module(module), attr))
+def _build_trainer(brief: Brief, run_dir: Path, stop: _StopFlag, progress: bool, script_args: Any,
+                   training_args: Any, model_args: Any, dataset_args: Any) -> Any:
+    """TRL's GRPOTrainer for the run: its model, rewards, data, tools and our callbacks, decoding compiled where
+    the run renders a static cache, and transformers' own progress printing replaced by ours."""
+    import torch
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+    from trl import GRPOTrainer, get_peft_config, get_quantization_config
 
+    model_path, resolved = _resolve_model(brief)
+    training_args.model_init_kwargs = _model_init_kwargs(training_args, model_args, model_path, resolved)
+    reward_funcs = _import_reward_funcs(script_args.reward_funcs or [])
     tokenizer = _load_tokenizer(resolved)
-    dataset = get_dataset(dataset_args)[script_args.dataset_train_split]
-    try:  # a hub dataset is first seen here: its columns against the rewards', before any model loads
-        require_columns(brief.data["data"], brief.data["rewards"], [dict.fromkeys(dataset.column_names)],
-                        "the training data")
-    except UnusableInput as exc:
-        raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
-    dataset = _prepare_dataset(dataset, brief.data["data"], tokenizer)
+    dataset = _training_dataset(brief, script_args, dataset_args, tokenizer)
     episode_kwargs = _episode_kwargs(brief, tokenizer)
-
-    stop = _StopFlag()
-    trainer_cls = _trainer_class()
-    trainer = trainer_cls(
+    trainer = GRPOTrainer(
         model=model_path,
         reward_funcs=reward_funcs,
         args=training_args,
@@ -416,33 +496,71 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
         callbacks=_callbacks(run_dir, stop, progress, _held_out_evaluator(brief, run_dir, training_args)),
         **episode_kwargs,
     )
-    trainer._lf_run_dir = run_dir
+    trainer.add_callback(_completion_log(run_dir, trainer))
     if training_args.cache_implementation == "static" and not training_args.use_vllm and torch.cuda.is_available():
         grpo = brief.data["grpo"]
         # an episode's later turns start from prompt + the episode so far and may add a whole completion
         turns = 2 if episode_kwargs else 1  # (the memory estimate's Settings.generation_context)
         compile_decoding(trainer, int(grpo["max_prompt_length"]) + turns * int(grpo["max_completion_length"]))
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
+    return trainer
 
-    stop.install()  # kept through the final save: a signal then is deferred, not a kill mid-write
+
+def _model_init_kwargs(training_args: Any, model_args: Any, model_path: str, resolved: Any) -> dict[str, Any]:
+    """What GRPOTrainer passes to from_pretrained: TRL script's ModelConfig values, then the config's own."""
+    kwargs = {
+        "revision": model_args.model_revision,
+        "trust_remote_code": training_args.trust_remote_code,
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+    }
+    kwargs.update(training_args.model_init_kwargs or {})
+    if getattr(resolved, "revision", None) is None and model_path != model_args.model_name_or_path:
+        kwargs.pop("revision", None)  # a dequantised local copy has no hub revision
+    return kwargs
+
+
+def _import_reward_funcs(refs: list[str]) -> list[Any]:
+    """grpo_config.yaml's reward_funcs (`module.attr`), imported as verified against a fresh render: compiled
+    from their source, not from a .pyc beside it."""
+    funcs = []
+    with compiled_from_source():
+        for ref in refs:
+            module, _, attr = ref.rpartition(".")
+            funcs.append(getattr(importlib.import_module(module), attr))
+    return funcs
+
+
+def _training_dataset(brief: Brief, script_args: Any, dataset_args: Any, tokenizer: Any) -> Any:
+    """The config's training split, its columns checked against the rewards' (a hub dataset is first seen here,
+    before any model loads), with the brief's prompt field and system prompt applied."""
+    from trl import get_dataset
+
+    dataset = get_dataset(dataset_args)[script_args.dataset_train_split]
     try:
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-        # A stop asked after the last step changes nothing: the run is complete and its model is saved.
-        finished = trainer.state.global_step >= trainer.state.max_steps
-        final_model = _save_final(trainer, run_dir) if finished or stop.signal_name is None else None
-    finally:
-        stop.restore()
-    last = last_complete_checkpoint(output_dir)
+        require_columns(brief.data["data"], brief.data["rewards"], [dict.fromkeys(dataset.column_names)],
+                        "the training data")
+    except UnusableInput as exc:
+        raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
+    return _prepare_dataset(dataset, brief.data["data"], tokenizer)
+
+
+def _train_and_save(trainer: Any, stop: _StopFlag, checkpoint: Path | None, run_dir: Path) -> tuple[bool, str | None]:
+    """Train (from `checkpoint` when resuming); (whether max_steps was reached, the final model's folder). A run
+    a signal stopped early saves no final model; a stop asked after the last step changes nothing."""
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    finished = bool(trainer.state.global_step >= trainer.state.max_steps)
+    final_model = _save_final(trainer, run_dir) if finished or stop.signal_name is None else None
+    return finished, final_model
+
+
+def _end_distributed() -> None:
+    """Tear down the process group accelerate started for a run of several processes."""
+    import torch
+
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
-    return TrainOutcome(
-        global_step=int(trainer.state.global_step), max_steps=int(trainer.state.max_steps),
-        stopped_by=None if finished else stop.signal_name, checkpoint=str(last) if last else None,
-        final_model=final_model,
-    )
 
 
 def compile_cache_dir() -> Path:
@@ -467,10 +585,11 @@ def compile_decoding(trainer: Any, max_cache_len: int) -> None:
     config.disable_compile = False
     if hasattr(config, "max_cache_len"):
         config.max_cache_len = max_cache_len
-    model = trainer.model
+        return
+    model = trainer.model  # an older transformers: its private memo of the longest cache (launch.trl_private)
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     for module in {id(model): model, id(base): base}.values():
-        module._previous_max_cache_length = max(max_cache_len, getattr(module, "_previous_max_cache_length", 0))
+        presize_static_cache(module, max_cache_len)
 
 
 def _save_final(trainer: Any, run_dir: Path) -> str:
