@@ -23,6 +23,7 @@ from typing import Any
 import click
 import yaml
 
+from llm_finetuning.errors import Severity
 from llm_finetuning.fileio import cache_dir
 from llm_finetuning.rundir import EVAL_JSON
 
@@ -106,8 +107,8 @@ def diagnosis_note(record: Any) -> str:
     if not isinstance(record, dict) or not isinstance(record.get("findings"), list):
         return "no diagnosis.json (see the report above)"
     findings = [f for f in record["findings"] if isinstance(f, dict)]
-    problems = [f"{f.get('id')} ({f.get('severity')})" for f in findings if f.get("severity") != "info"]
-    infos = [f for f in findings if f.get("severity") == "info"]
+    problems = [f"{f.get('id')} ({f.get('severity')})" for f in findings if f.get("severity") != Severity.INFO]
+    infos = [f for f in findings if f.get("severity") == Severity.INFO]
     notes = [f"{f.get('id')}: {f.get('evidence', {}).get('because') or f.get('evidence', {}).get('message', '')}"
              for f in infos]
     if any(f.get("id") == "converged" for f in infos):

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.errors import Problem, UnusableInput
+from llm_finetuning.errors import Problem, TextEnum, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
 from llm_finetuning.rundir import CHECKPOINTS
 from llm_finetuning.rundir.checkpoints import last_complete_checkpoint, start_problem
@@ -42,7 +42,19 @@ EXIT_FILE = "launch.exit.json"
 LOG_FILE = "launch.log"
 PID_FORMAT = 1
 
-RUNNING, FINISHED, FAILED, STOPPED, NOT_STARTED = "running", "finished", "failed", "stopped", "not_started"
+
+
+class RunState(TextEnum):
+    """What `finetune status` says of a run (docs/render-launch.md): training now, reached its last step,
+    ended otherwise, ended after `finetune stop` (or a signal it checkpointed on), or never launched."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    NOT_STARTED = "not_started"
+
+
 LOG_TAIL_LINES = 15
 _LOG_HEADER = "=== finetune launch --detach"  # starts each launch's part of launch.log
 # Modules whose command line, with the run directory among its arguments, marks a process training it.
@@ -324,29 +336,29 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 
 
 def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, live: list[int],
-           ckpt: Path | None) -> tuple[str, dict[str, Any]]:
+           ckpt: Path | None) -> tuple[RunState, dict[str, Any]]:
     """The state and the facts that decided it (pid, exit record)."""
     facts: dict[str, Any] = {"pid": None, "exit": None}
     if record is not None:
         facts["pid"] = int(record["pid"])
         if is_alive(record):
-            return RUNNING, facts
+            return RunState.RUNNING, facts
         facts["exit"] = read_exit(run_dir, record)
     if live:
         facts["pid"] = live[0]
-        return RUNNING, facts
+        return RunState.RUNNING, facts
     if record is not None:
         if facts["exit"] is not None and facts["exit"].get("exit_code") == 0:
-            return FINISHED, facts
-        return (STOPPED if record.get("stop_requested_at") else FAILED), facts
+            return RunState.FINISHED, facts
+        return (RunState.STOPPED if record.get("stop_requested_at") else RunState.FAILED), facts
     # Launched in the foreground (or by hand) and no longer running: the metrics tell how it ended.
     if traj is None:
-        return NOT_STARTED, facts
+        return RunState.NOT_STARTED, facts
     if traj.ended:
-        return FINISHED, facts
+        return RunState.FINISHED, facts
     if ckpt is not None and int(ckpt.name.rsplit("-", 1)[1]) >= traj.last_step:
-        return STOPPED, facts  # a signalled run checkpoints at the step it stops on
-    return FAILED, facts
+        return RunState.STOPPED, facts  # a signalled run checkpoints at the step it stops on
+    return RunState.FAILED, facts
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:
@@ -369,9 +381,9 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     progress: dict[str, Any] = {"step": 0, "reward": None, "elapsed_s": None, "eta_s": None}
     if traj is not None:
         progress = _progress(traj, max_steps)
-    if state == FINISHED:
+    if state == RunState.FINISHED:
         progress["eta_s"] = 0.0
-    elif state != RUNNING:
+    elif state != RunState.RUNNING:
         progress["eta_s"] = None
     log = run_dir / LOG_FILE
     ended = facts["exit"] or {}
@@ -388,21 +400,21 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         "exit_code": ended.get("exit_code"),
         "signal": ended.get("signal"),
         "checkpoint": str(ckpt) if ckpt is not None else None,
-        "log_tail": log_tail(log) if state == FAILED else [],
+        "log_tail": log_tail(log) if state == RunState.FAILED else [],
         "next": _next_commands(run_dir, state, ckpt is not None),
     }
     return out
 
 
-def _next_commands(run_dir: Path, state: str, has_checkpoint: bool) -> list[str]:
+def _next_commands(run_dir: Path, state: RunState, has_checkpoint: bool) -> list[str]:
     q = shlex.quote(str(run_dir))
-    if state == RUNNING:
+    if state == RunState.RUNNING:
         return [f"finetune diagnose {q} --follow --timeout 240", f"finetune status {q}", f"finetune stop {q}"]
-    if state == NOT_STARTED:
+    if state == RunState.NOT_STARTED:
         return [f"finetune launch {q} --detach"]
-    if state in (STOPPED, FAILED) and has_checkpoint:
+    if state in (RunState.STOPPED, RunState.FAILED) and has_checkpoint:
         return [f"finetune launch {q} --detach --resume"]
-    if state == FINISHED:
+    if state == RunState.FINISHED:
         return [f"finetune diagnose {q}"]
     return [f"finetune launch {q} --detach"]
 
