@@ -163,6 +163,25 @@ def test_every_line_carries_its_fix(tmp_path: Path) -> None:
         "x.yaml does not exist Fix: give a path"
 
 
+def test_every_verb_and_subcommand_converts_problems_in_the_one_place() -> None:
+    """The CLI wraps each verb's callback, and each subcommand's (`finetune keys trust`), in `converting_problems`:
+    a verb raises an UnusableInput and needs no `except` of its own to print it."""
+    import click
+
+    from llm_finetuning.cli import VERBS
+
+    ctx = click.Context(cli)
+    seen = []
+    todo = [cli.get_command(ctx, verb) for verb in VERBS]
+    while todo:
+        command = todo.pop()
+        assert command is not None
+        seen.append(command.name)
+        assert getattr(command.callback, "converts_problems", False), command.name
+        todo += list(getattr(command, "commands", {}).values())
+    assert {"eval", "export", "stop", "keys", "trust", "rotate"} <= set(seen)
+
+
 def text_enums() -> list[type[TextEnum]]:
     from llm_finetuning.gate import Verdict
     from llm_finetuning.launch.detach import RunState
