@@ -25,7 +25,7 @@ import yaml
 
 from llm_finetuning.errors import Severity
 from llm_finetuning.fileio import cache_dir
-from llm_finetuning.rundir import EVAL_JSON
+from llm_finetuning.rundir import DIAGNOSIS, EVAL_JSON
 
 EXAMPLE = "smollm2-json"
 
@@ -189,7 +189,7 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
     s = stage(7, "Diagnose the run from its logs, with a plot")
     t = time.monotonic()
     _finetune("diagnose", str(run_dir), "--plot", str(run_dir / "diagnosis.png"), expect=(0, 1))
-    s.note = diagnosis_note(_read_json(run_dir / "diagnosis.json"))
+    s.note = diagnosis_note(_read_json(run_dir / DIAGNOSIS))
     s.seconds = time.monotonic() - t
 
     summary.minutes = (time.monotonic() - started) / 60

@@ -28,6 +28,7 @@ from llm_finetuning.diagnose.stats import (
 )
 from llm_finetuning.diagnose.trajectory import Series, Trajectory
 from llm_finetuning.errors import Severity
+from llm_finetuning.rundir import EVAL_JSONL
 
 # Trend rules need this many logged points; fewer and they stay silent (too little to call a trend).
 MIN_TREND_POINTS = 5
@@ -194,7 +195,7 @@ def _convergence(traj: Trajectory, ctx: RunContext) -> str | None:
     if len(ctx.eval_scores) >= 3:
         change = fitted_change([float(s) for s in ctx.eval_steps], ctx.eval_scores)
         if change >= EVAL_GAP_MIN and _held_up(ctx.eval_scores):
-            return f"the held-out score rose {change:+.3f} and held ({ctx.eval_source or 'eval.jsonl'})"
+            return f"the held-out score rose {change:+.3f} and held ({ctx.eval_source or EVAL_JSONL})"
     correct_name, correct = correctness_series(traj, ctx)
     if len(correct) < MIN_TREND_POINTS:
         return None

@@ -25,6 +25,7 @@ from llm_finetuning.errors import (
     UnusableInput,
     sort_problems,
 )
+from llm_finetuning.rundir import LAUNCH_SCRIPT, SBATCH_SCRIPT
 from llm_finetuning.rundir.manifest import brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
@@ -135,10 +136,10 @@ def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:
         command = ["finetune", "launch", str(run.run_dir), *args]
     elif int(topo.get("nodes", 1)) > 1:
         how = "sbatch"
-        command = ["sbatch", "--chdir", str(run.run_dir), str(run.run_dir / "sbatch.sh"), *args]
+        command = ["sbatch", "--chdir", str(run.run_dir), str(run.run_dir / SBATCH_SCRIPT), *args]
     else:
-        how = "launch.sh"
-        command = ["bash", str(run.run_dir / "launch.sh"), *args]
+        how = LAUNCH_SCRIPT
+        command = ["bash", str(run.run_dir / LAUNCH_SCRIPT), *args]
     return {
         "run_dir": str(run.run_dir),
         "how": how,

@@ -33,13 +33,10 @@ from typing import Any
 
 from llm_finetuning.errors import Problem, TextEnum, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
-from llm_finetuning.rundir import CHECKPOINTS
+from llm_finetuning.rundir import CHECKPOINTS, GRPO_CONFIG, LAUNCH_EXIT, LAUNCH_LOG, LAUNCH_PID, LAUNCH_SCRIPT
 from llm_finetuning.rundir.checkpoints import last_complete_checkpoint, start_problem
 from llm_finetuning.rundir.manifest import load_manifest
 
-PID_FILE = "launch.pid"
-EXIT_FILE = "launch.exit.json"
-LOG_FILE = "launch.log"
 PID_FORMAT = 1
 
 
@@ -84,7 +81,7 @@ def _read_record(path: Path) -> dict[str, Any] | None:
 
 def read_launch(run_dir: Path) -> dict[str, Any] | None:
     """RUN_DIR/launch.pid, or None when there is none (or it cannot be read as a pid record)."""
-    record = _read_record(Path(run_dir) / PID_FILE)
+    record = _read_record(Path(run_dir) / LAUNCH_PID)
     if record is None or not isinstance(record.get("pid"), int) or not isinstance(record.get("pgid"), int):
         return None
     return record
@@ -98,7 +95,7 @@ def is_alive(record: dict[str, Any]) -> bool:
 
 def read_exit(run_dir: Path, record: dict[str, Any]) -> dict[str, Any] | None:
     """RUN_DIR/launch.exit.json when it was written by the launch `record` describes."""
-    ended = _read_record(Path(run_dir) / EXIT_FILE)
+    ended = _read_record(Path(run_dir) / LAUNCH_EXIT)
     if ended is None or ended.get("pid") != record.get("pid"):
         return None
     if ended.get("start_time_ticks") != record.get("start_time_ticks"):
@@ -124,7 +121,7 @@ def _trains(words: list[str], cwd: Path, run_dir: Path) -> bool:
     llm_finetuning.launch.worker RUN_DIR`, the detached supervisor, or `bash RUN_DIR/launch.sh`."""
     named = [(cwd / w).resolve() for w in words[1:] if w and not w.startswith("-")]
     if Path(words[0]).name in ("bash", "sh") and len(named) >= 1:
-        return named[0] == run_dir / "launch.sh"
+        return named[0] == run_dir / LAUNCH_SCRIPT
     return run_dir in named and any(w == "launch" or w.endswith(_LAUNCH_MODULES) for w in words)
 
 
@@ -174,7 +171,7 @@ def forget_stale_launch(run_dir: Path) -> None:
     record = read_launch(run_dir)
     if record is not None and int(record["pgid"]) == os.getpgrp():
         return
-    for name in (PID_FILE, EXIT_FILE):
+    for name in (LAUNCH_PID, LAUNCH_EXIT):
         (Path(run_dir) / name).unlink(missing_ok=True)
 
 
@@ -189,8 +186,8 @@ def start_detached(run_dir: Path, resume: bool) -> dict[str, Any]:
     and return it. The caller has verified the run and checked that nothing runs there."""
     run_dir = Path(run_dir).resolve()
     command = [sys.executable, "-m", "llm_finetuning.cli", "launch", str(run_dir), *(["--resume"] if resume else [])]
-    log_path = run_dir / LOG_FILE
-    (run_dir / EXIT_FILE).unlink(missing_ok=True)
+    log_path = run_dir / LAUNCH_LOG
+    (run_dir / LAUNCH_EXIT).unlink(missing_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(log_path, "ab") as log:
         log.write(f"\n{_LOG_HEADER} {utc_now()}: {shlex.join(command)}\n".encode())
@@ -208,7 +205,7 @@ def start_detached(run_dir: Path, resume: bool) -> dict[str, Any]:
         "resume": resume,
         "log": str(log_path),
     }
-    atomic_write_json(run_dir / PID_FILE, record)
+    atomic_write_json(run_dir / LAUNCH_PID, record)
     return record
 
 
@@ -230,14 +227,14 @@ def request_stop(run_dir: Path) -> tuple[dict[str, Any], str]:
         if pids:
             raise NothingRuns(f"{run_dir} was launched in the foreground (pid {pids[0]}), not with --detach",
                               f"stop it with Ctrl-C in its terminal or `kill -TERM {pids[0]}` (it checkpoints first)")
-        raise NothingRuns(f"nothing runs in {run_dir}: there is no {PID_FILE} (it was never launched with "
+        raise NothingRuns(f"nothing runs in {run_dir}: there is no {LAUNCH_PID} (it was never launched with "
                           "--detach).", f"start it with `finetune launch {run_dir} --detach`")
     if not is_alive(record):
         return record, ENDED
     if record.get("stop_requested_at"):
         return record, ALREADY_ASKED
     record = {**record, "stop_requested_at": utc_now(), "stop_signal": "SIGTERM"}
-    atomic_write_json(run_dir / PID_FILE, record)
+    atomic_write_json(run_dir / LAUNCH_PID, record)
     try:
         os.killpg(int(record["pgid"]), signal.SIGTERM)
     except ProcessLookupError:
@@ -261,7 +258,7 @@ def _rendered_config(run_dir: Path) -> tuple[int | None, Path]:
     import yaml
 
     try:
-        config = yaml.safe_load((run_dir / "grpo_config.yaml").read_text(encoding="utf-8"))
+        config = yaml.safe_load((run_dir / GRPO_CONFIG).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         config = None
     config = config if isinstance(config, dict) else {}
@@ -385,7 +382,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         progress["eta_s"] = 0.0
     elif state != RunState.RUNNING:
         progress["eta_s"] = None
-    log = run_dir / LOG_FILE
+    log = run_dir / LAUNCH_LOG
     ended = facts["exit"] or {}
     out: dict[str, Any] = {
         "state": state,
@@ -455,7 +452,7 @@ def supervise(run_dir: Path, command: list[str]) -> int:
         "signals_received": received,
         "ended_at": utc_now(),
     }
-    atomic_write_json(Path(run_dir) / EXIT_FILE, ended)
+    atomic_write_json(Path(run_dir) / LAUNCH_EXIT, ended)
     how = f"exit code {code}" if code >= 0 else f"signal {ended['signal']}"
     print(f"\n=== {ended['ended_at']} the detached run ended ({how})", flush=True)
     return 0 if code == 0 else 1

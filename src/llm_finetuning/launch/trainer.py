@@ -28,7 +28,15 @@ from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_text, compiled_from_source, replace_folder
 from llm_finetuning.launch import LaunchRefused
-from llm_finetuning.rundir import COMPLETIONS, END_EVENT, EVAL_JSONL, FINAL_MODEL, METRICS
+from llm_finetuning.rundir import (
+    COMPLETIONS,
+    END_EVENT,
+    EVAL_JSONL,
+    FINAL_MODEL,
+    GRPO_CONFIG,
+    METRICS,
+    REWARDS_ENTRY,
+)
 from llm_finetuning.rundir.checkpoints import (
     commit_checkpoint,
     last_complete_checkpoint,
@@ -340,7 +348,7 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
     from trl.scripts.grpo import make_parser
 
     parser = make_parser()
-    argv = ["--config", "grpo_config.yaml", *(extra_args or [])]
+    argv = ["--config", GRPO_CONFIG, *(extra_args or [])]
     script_args, training_args, model_args, dataset_args, _rest = parser.parse_args_and_config(
         argv, return_remaining_strings=True)
 
@@ -385,7 +393,7 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
     training_args.model_init_kwargs = model_init_kwargs
 
     cached = sys.modules.get("rewards_entry")
-    if cached is not None and Path(getattr(cached, "__file__", "")).resolve() != run_dir / "rewards_entry.py":
+    if cached is not None and Path(getattr(cached, "__file__", "")).resolve() != run_dir / REWARDS_ENTRY:
         del sys.modules["rewards_entry"]  # another run's rewards, imported earlier in this process
     reward_funcs = []
     with compiled_from_source():  # rewards_entry.py as verified against a fresh render, not a .pyc beside it
