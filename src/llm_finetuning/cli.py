@@ -45,11 +45,19 @@ class LazyGroup(click.Group):
             return None
         mod = importlib.import_module(f"llm_finetuning.commands.{module}")
         command: click.Command = mod.command
-        if command.callback is not None and not getattr(command.callback, "converts_problems", False):
-            from llm_finetuning.commands._common import converting_problems
-
-            command.callback = converting_problems(command.callback)  # the one place Problems become output
+        _convert_problems(command)
         return command
+
+
+def _convert_problems(command: click.Command) -> None:
+    """Wrap the callback of a verb, and of each subcommand of a verb that has them (`finetune keys trust`), in
+    `converting_problems`: the one place Problems become output."""
+    if command.callback is not None and not getattr(command.callback, "converts_problems", False):
+        from llm_finetuning.commands._common import converting_problems
+
+        command.callback = converting_problems(command.callback)
+    for sub in getattr(command, "commands", {}).values():
+        _convert_problems(sub)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -23,8 +23,9 @@ from typing import Any
 import click
 import yaml
 
+from llm_finetuning.errors import Severity
 from llm_finetuning.fileio import cache_dir
-from llm_finetuning.rundir import EVAL_JSON
+from llm_finetuning.rundir import DIAGNOSIS, EVAL_JSON
 
 EXAMPLE = "smollm2-json"
 
@@ -106,8 +107,8 @@ def diagnosis_note(record: Any) -> str:
     if not isinstance(record, dict) or not isinstance(record.get("findings"), list):
         return "no diagnosis.json (see the report above)"
     findings = [f for f in record["findings"] if isinstance(f, dict)]
-    problems = [f"{f.get('id')} ({f.get('severity')})" for f in findings if f.get("severity") != "info"]
-    infos = [f for f in findings if f.get("severity") == "info"]
+    problems = [f"{f.get('id')} ({f.get('severity')})" for f in findings if f.get("severity") != Severity.INFO]
+    infos = [f for f in findings if f.get("severity") == Severity.INFO]
     notes = [f"{f.get('id')}: {f.get('evidence', {}).get('because') or f.get('evidence', {}).get('message', '')}"
              for f in infos]
     if any(f.get("id") == "converged" for f in infos):
@@ -188,7 +189,7 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
     s = stage(7, "Diagnose the run from its logs, with a plot")
     t = time.monotonic()
     _finetune("diagnose", str(run_dir), "--plot", str(run_dir / "diagnosis.png"), expect=(0, 1))
-    s.note = diagnosis_note(_read_json(run_dir / "diagnosis.json"))
+    s.note = diagnosis_note(_read_json(run_dir / DIAGNOSIS))
     s.seconds = time.monotonic() - t
 
     summary.minutes = (time.monotonic() - started) / 60

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,29 @@ EXIT_OK = 0
 EXIT_REJECTED = 1
 EXIT_UNUSABLE = 2
 
-ERROR, WARNING = "error", "warning"
 UNUSABLE_INPUT = "unusable_input"
+
+
+class TextEnum(str, Enum):
+    """An enum whose members are their strings: `Severity.ERROR == "error"`, json.dumps writes `"error"`, and
+    str(), format() and f-strings print the value (a str-mixin Enum prints `Severity.ERROR` there on Python
+    3.11 and 3.12; `enum.StrEnum` would do the same but needs 3.11). A member hashes as its string, so it and
+    the string read from a record are one key of a dict or a set (Enum hashes the member's name)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+
+class Severity(TextEnum):
+    """How much a Problem or a diagnose Finding weighs: ERROR blocks (for diagnose: a failure mode), WARNING is
+    shown and does not block, INFO says what happened and is no failure (diagnose's `converged`)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
 
 
 @dataclass(frozen=True)
@@ -28,13 +50,13 @@ class Problem:
     """One thing wrong: `id` a stable slug saying what kind of problem (`unknown_field`, `stale`,
     `global_batch`), `path` where (a YAML path such as `rewards[1].weight`, a record key, a file of a run
     directory; empty when the whole input is concerned), `message` what was found, `fix` the command or
-    edit that cures it, `severity` "error" (blocks) or "warning" (shown, does not block)."""
+    edit that cures it, `severity` ERROR (blocks) or WARNING (shown, does not block)."""
 
     id: str
     path: str
     message: str
     fix: str = ""
-    severity: str = ERROR
+    severity: Severity = Severity.ERROR
 
     def what(self) -> str:
         """`path: message` without the fix: for quoting the problem inside another one's message, which
@@ -48,6 +70,13 @@ class Problem:
 
     def to_json(self) -> dict[str, str]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Problem:
+        """A Problem from its `to_json` form (another process's output), its severity a Severity again;
+        TypeError, KeyError or ValueError when the object is not one."""
+        return cls(data["id"], data["path"], data["message"], data.get("fix", ""),
+                   Severity(data.get("severity", Severity.ERROR)))
 
 
 class ProblemError(Exception):
@@ -109,7 +138,7 @@ def sort_problems(problems: list[Problem]) -> list[Problem]:
 def problems_json(problems: list[Problem], **extra: Any) -> dict[str, Any]:
     """The one JSON error shape: `{"ok", "problems": [{"id", "path", "message", "fix", "severity"}], ...}`;
     `ok` is false when any problem is an error. `extra` adds a verb's own keys after these two."""
-    return {"ok": not any(p.severity == ERROR for p in problems),
+    return {"ok": not any(p.severity == Severity.ERROR for p in problems),
             "problems": [p.to_json() for p in problems], **extra}
 
 

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from messages_server import Text, ToolCall
 
+from llm_finetuning.rundir import LAUNCH_EXIT, LAUNCH_LOG, LAUNCH_PID
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launch"))
 from launch_cases import copy_model, make_brief  # noqa: E402
 
@@ -35,19 +37,19 @@ def test_a_detached_launch_returns_within_the_bash_call_and_outlives_the_chat(ch
     ], timeout=120)
     assert result.returncode == 0, result.describe()
     launch, status = result.transcript.calls_to("Bash")
-    pid = json.loads((run / "launch.pid").read_text())["pid"]
+    pid = json.loads((run / LAUNCH_PID).read_text())["pid"]
     assert f"started in the background, pid {pid}" in (launch.result or ""), result.describe()
     assert "finetune diagnose" in (launch.result or "") and "--follow --timeout 240" in (launch.result or "")
     seen = json.loads(status.result or "{}")
     assert seen["state"] == "running" and seen["pid"] == pid, result.describe()  # the chat ended; the run had not
 
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and not (run / "launch.exit.json").is_file():
+    while time.monotonic() < deadline and not (run / LAUNCH_EXIT).is_file():
         time.sleep(0.5)
     final = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", "status", str(run), "--json"],
                            capture_output=True, text=True, timeout=60)
     state = json.loads(final.stdout)
-    assert (state["state"], state["step"], final.returncode) == ("finished", 12, 0), (run / "launch.log").read_text()
+    assert (state["state"], state["step"], final.returncode) == ("finished", 12, 0), (run / LAUNCH_LOG).read_text()
 
 
 def test_the_model_polls_status_until_the_run_finishes_and_an_edited_run_is_denied(chat: Any,
@@ -74,7 +76,7 @@ def test_the_model_polls_status_until_the_run_finishes_and_an_edited_run_is_deni
     assert result.returncode == 0, result.describe()
     edited, launch, *polls = result.transcript.calls_to("Bash")
     assert edited.is_error and "grpo_config.yaml was edited or removed after rendering" in edited.denial_reason
-    assert not (chat.project / "edited" / "launch.pid").exists()
+    assert not (chat.project / "edited" / LAUNCH_PID).exists()
     assert "started in the background" in (launch.result or ""), result.describe()
     states = [json.loads(p.result or "{}").get("state") for p in polls]
     assert states[-1] == "finished" and "running" in states[:-1], states

@@ -60,3 +60,14 @@ def test_help_and_the_keys_verb_load_no_cryptography_until_they_sign_or_verify()
              "print(sorted(m for m in sys.modules if m.startswith('cryptography')))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_key_that_is_not_one_is_unusable_input(tmp_path: Path) -> None:
+    """A subcommand's refusal ends through the CLI's one conversion: `error: message Fix: fix`, exit 2."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    code, out, err = keys("trust", "not-a-key", "--project", str(project))
+    assert (code, out) == (2, "")
+    assert err.startswith("error: ") and err.rstrip().endswith(
+        " Fix: give the base64 key, or the line `finetune keys` prints, in quotes"), err
+    assert not (project / ".llm-finetuning" / "trusted-keys").exists()

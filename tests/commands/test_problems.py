@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from llm_finetuning.cli import cli
-from llm_finetuning.errors import Problem
+from llm_finetuning.errors import Problem, Severity, TextEnum
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "gate"))
@@ -38,9 +38,10 @@ def problems_of(stdout: str) -> list[Problem]:
     payload = json.loads(stdout)
     assert isinstance(payload["ok"], bool)
     assert all(set(p) == PROBLEM_KEYS for p in payload["problems"]), payload["problems"]
-    problems = [Problem(**p) for p in payload["problems"]]
-    assert all(p.id and p.message and p.fix and p.severity in ("error", "warning") for p in problems), problems
-    assert payload["ok"] == (not any(p.severity == "error" for p in problems))
+    problems = [Problem.from_json(p) for p in payload["problems"]]
+    assert all(p.id and p.message and p.fix and p.severity in (Severity.ERROR, Severity.WARNING) for p in problems), \
+        problems
+    assert payload["ok"] == (not any(p.severity == Severity.ERROR for p in problems))
     return problems
 
 
@@ -160,6 +161,58 @@ def test_every_line_carries_its_fix(tmp_path: Path) -> None:
                    ).line() == "reward_code: reward code changed since the record Fix: run `finetune inspect b.yaml`"
     assert Problem("unusable_input", "", "x.yaml does not exist", "give a path").line() == \
         "x.yaml does not exist Fix: give a path"
+
+
+def test_every_verb_and_subcommand_converts_problems_in_the_one_place() -> None:
+    """The CLI wraps each verb's callback, and each subcommand's (`finetune keys trust`), in `converting_problems`:
+    a verb raises an UnusableInput and needs no `except` of its own to print it."""
+    import click
+
+    from llm_finetuning.cli import VERBS
+
+    ctx = click.Context(cli)
+    seen = []
+    todo = [cli.get_command(ctx, verb) for verb in VERBS]
+    while todo:
+        command = todo.pop()
+        assert command is not None
+        seen.append(command.name)
+        assert getattr(command.callback, "converts_problems", False), command.name
+        todo += list(getattr(command, "commands", {}).values())
+    assert {"eval", "export", "stop", "keys", "trust", "rotate"} <= set(seen)
+
+
+def text_enums() -> list[type[TextEnum]]:
+    from llm_finetuning.gate import Verdict
+    from llm_finetuning.launch.detach import RunState
+
+    return [Severity, Verdict, RunState]
+
+
+@pytest.mark.parametrize("enum", text_enums(), ids=lambda e: e.__name__)
+def test_an_enum_member_prints_and_serialises_as_its_string(enum: type[TextEnum]) -> None:
+    """Severities, gate verdicts and run states are enums, and every output still holds the bare strings: json.dumps
+    byte for byte, str(), format() with a width and f-strings (a str-mixin Enum prints `Verdict.PASS` there on
+    Python 3.11 and 3.12), equality and hashing (a string read from a record is the same key)."""
+    for member in enum:
+        value = member.value
+        assert json.dumps({"k": member, "l": [member]}, indent=2) == json.dumps({"k": value, "l": [value]}, indent=2)
+        assert (str(member), f"{member}", f"{member:<12}|", f"{member}") == (value, value, f"{value:<12}|", value)
+        assert member == value and hash(member) == hash(value) and {value: 1}[member] == 1
+        assert enum(value) is member and member.upper() == value.upper()
+
+
+def test_a_problem_read_back_from_json_is_the_same_problem() -> None:
+    """`finetune check` reads the episode probe's problems from a child's stdout: severity back to a Severity."""
+    warning = Problem("tool_import", "episode.tools", "cannot import", "install it", Severity.WARNING)
+    text = json.dumps(warning.to_json())
+    assert text == ('{"id": "tool_import", "path": "episode.tools", "message": "cannot import", "fix": "install it", '
+                    '"severity": "warning"}')
+    back = Problem.from_json(json.loads(text))
+    assert back == warning and back.severity is Severity.WARNING
+    assert Problem.from_json({"id": "x", "path": "", "message": "m"}).severity is Severity.ERROR
+    with pytest.raises(ValueError):
+        Problem.from_json({"id": "x", "path": "", "message": "m", "severity": "fatal"})
 
 
 def test_every_problem_id_in_the_code_is_documented() -> None:

@@ -23,6 +23,8 @@ from launch_cases import (
     wait_until,
 )
 
+from llm_finetuning.rundir import LAUNCH_EXIT, LAUNCH_LOG, LAUNCH_PID
+
 STATUS_KEYS = {"state", "step", "max_steps", "reward", "elapsed_s", "eta_s", "pid", "log", "finding"}
 
 
@@ -43,14 +45,14 @@ def _detach(run: Path, *extra: str) -> int:
     """`finetune launch RUN --detach`: exit 0 and the pid it printed, which launch.pid holds too."""
     out = cli("launch", str(run), "--detach", *extra)
     assert out.returncode == 0, out.stdout + out.stderr
-    pid = json.loads((run / "launch.pid").read_text())["pid"]
-    assert f"pid {pid}" in out.stdout and str(run / "launch.log") in out.stdout
+    pid = json.loads((run / LAUNCH_PID).read_text())["pid"]
+    assert f"pid {pid}" in out.stdout and str(run / LAUNCH_LOG) in out.stdout
     assert f"finetune stop {run}" in out.stdout and f"finetune diagnose {run} --follow --timeout 240" in out.stdout
     return int(pid)
 
 
 def _ended(run: Path) -> bool:
-    return (run / "launch.exit.json").is_file()
+    return (run / LAUNCH_EXIT).is_file()
 
 
 def _children(pid: int) -> list[int]:
@@ -94,7 +96,7 @@ def test_a_refused_run_is_refused_the_same_way_detached(tmp_path: Path, model: P
     plain, detached = cli("launch", str(run)), cli("launch", str(run), "--detach")
     assert detached.returncode == plain.returncode == 1
     assert detached.stderr == plain.stderr and "grpo_config.yaml: was edited after rendering" in detached.stderr
-    assert not (run / "launch.pid").exists() and not (run / "launch.log").exists()
+    assert not (run / LAUNCH_PID).exists() and not (run / LAUNCH_LOG).exists()
 
 
 def test_detach_refuses_at_once_what_training_would_refuse(tmp_path: Path, model: Path) -> None:
@@ -104,13 +106,13 @@ def test_detach_refuses_at_once_what_training_would_refuse(tmp_path: Path, model
     (run / "checkpoints" / "checkpoint-2").mkdir(parents=True)  # what a killed launch leaves
     out = cli("launch", str(run), "--detach")
     assert out.returncode == 1 and "already holds checkpoints of an earlier launch" in out.stderr, out.stderr
-    assert not (run / "launch.pid").exists()
+    assert not (run / LAUNCH_PID).exists()
 
 
 @pytest.mark.slow
 def test_detached_run_outlives_the_shell_that_started_it(tmp_path: Path, model: Path) -> None:
     run = _rendered(tmp_path, model, max_steps=4, save_steps=2)
-    log = run / "launch.log"
+    log = run / LAUNCH_LOG
     returned = tmp_path / "returned"
     # An agent's shell: it runs the detached launch, then lingers until killed with its whole process group.
     shell = subprocess.Popen(
@@ -122,7 +124,7 @@ def test_detached_run_outlives_the_shell_that_started_it(tmp_path: Path, model: 
         assert returned.read_text().strip() == "0", (tmp_path / "out").read_text()
         status = run_status(run)
         assert status["state"] == "running" and status["rc"] == 0, status  # returned while the run goes on
-        assert status["pid"] == json.loads((run / "launch.pid").read_text())["pid"]
+        assert status["pid"] == json.loads((run / LAUNCH_PID).read_text())["pid"]
     finally:
         os.killpg(shell.pid, signal.SIGKILL)
         shell.wait()
@@ -131,7 +133,7 @@ def test_detached_run_outlives_the_shell_that_started_it(tmp_path: Path, model: 
     status = run_status(run)
     assert (status["state"], status["step"], status["max_steps"], status["rc"]) == ("finished", 4, 4, 0), status
     assert status["eta_s"] == 0 and status["elapsed_s"] > 0 and status["log"] == str(log)
-    assert json.loads((run / "launch.exit.json").read_text())["exit_code"] == 0
+    assert json.loads((run / LAUNCH_EXIT).read_text())["exit_code"] == 0
     assert json.loads((run / "metrics.jsonl").read_text().splitlines()[-1]) == {"event": "end", "step": 4}
     assert (run / "model" / "model.safetensors").is_file()
     assert "trained 4 step(s)" in log.read_text(errors="replace")
@@ -140,7 +142,7 @@ def test_detached_run_outlives_the_shell_that_started_it(tmp_path: Path, model: 
 @pytest.mark.slow
 def test_stop_checkpoints_and_resume_detached_finishes(tmp_path: Path, model: Path) -> None:
     run = _rendered(tmp_path, model, max_steps=24)  # long enough that the stop lands mid-run on a loaded machine
-    log = run / "launch.log"
+    log = run / LAUNCH_LOG
     first = _detach(run)
     wait_until(lambda: bool(metric_steps(run)) or _ended(run), 300, "the first logged step", log)
     stop = cli("stop", str(run))
@@ -151,7 +153,7 @@ def test_stop_checkpoints_and_resume_detached_finishes(tmp_path: Path, model: Pa
 
     status = run_status(run)
     assert (status["state"], status["exit_code"], status["signal"], status["rc"]) == ("stopped", 1, None, 1), status
-    assert "stopped by SIGTERM" in (run / "launch.log").read_text(errors="replace")
+    assert "stopped by SIGTERM" in (run / LAUNCH_LOG).read_text(errors="replace")
     checkpoint = Path(status["checkpoint"])
     assert (checkpoint / "COMPLETE").is_file() and 1 <= status["step"] < 24
     assert json.loads((checkpoint / "trainer_state.json").read_text())["global_step"] == status["step"]
@@ -172,7 +174,7 @@ def test_stop_checkpoints_and_resume_detached_finishes(tmp_path: Path, model: Pa
 @pytest.mark.slow
 def test_a_killed_worker_is_failed_with_its_log(tmp_path: Path, model: Path) -> None:
     run = _rendered(tmp_path, model, max_steps=50)
-    log = run / "launch.log"
+    log = run / LAUNCH_LOG
 
     supervisor = _detach(run)  # the worker is killed; its supervisor records how it ended
     wait_until(lambda: bool(metric_steps(run)), 300, "the first logged step", log)
@@ -220,4 +222,4 @@ def test_status_of_a_run_launched_in_the_foreground(tmp_path: Path, model: Path)
             proc.wait()
     status = run_status(run)
     assert (status["state"], status["step"], status["pid"], status["rc"]) == ("finished", 16, None, 0), status
-    assert not (run / "launch.pid").exists()
+    assert not (run / LAUNCH_PID).exists()

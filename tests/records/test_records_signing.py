@@ -14,7 +14,7 @@ from typing import Any
 from records_builders import build_inspection, write_brief_folder
 
 from llm_finetuning import locations
-from llm_finetuning.errors import ERROR, WARNING
+from llm_finetuning.errors import Severity
 from llm_finetuning.fileio import canonical_json, sha256_bytes
 from llm_finetuning.records import inspection, signing
 from llm_finetuning.records.inspection import check_inspection, verify_inspection
@@ -84,7 +84,7 @@ def test_a_hand_computed_seal_without_signature_fails_where_a_key_is_trusted(bri
     path = build_inspection(brief)
     reseal_by_hand(path, lambda r: r["verdicts"]["s000"].update(verdict="agree", note="forged"))
     problems = verify_inspection(brief, path)[1]
-    assert kinds(problems) == [("unsigned", "seal", ERROR)]
+    assert kinds(problems) == [("unsigned", "seal", Severity.ERROR)]
     assert str(trusted_file(path).relative_to(brief.folder)) in problems[0].message
 
 
@@ -111,7 +111,7 @@ def test_an_edited_signed_record_fails_even_when_resealed(brief: Any) -> None:
     record = json.loads(path.read_text())  # an edit left under the old seal is named by part, as before
     record["review"]["reviewer"] = "Ada"
     path.write_text(json.dumps(record))
-    assert kinds(verify_inspection(brief, path)[1]) == [("tampered", "review", ERROR)]
+    assert kinds(verify_inspection(brief, path)[1]) == [("tampered", "review", Severity.ERROR)]
 
 
 def test_a_record_sealed_before_signing_warns_then_fails_once_a_key_is_trusted(
@@ -123,9 +123,9 @@ def test_a_record_sealed_before_signing_warns_then_fails_once_a_key_is_trusted(
     trusted_file(path).unlink()  # as before signing: no trusted-keys file anywhere
     reseal_by_hand(path)  # the same seal, without its signature block
     [warning] = verify_inspection(brief, path)[1]
-    assert (warning.id, warning.severity) == ("unsigned", WARNING) and "finetune review" in warning.fix
+    assert (warning.id, warning.severity) == ("unsigned", Severity.WARNING) and "finetune review" in warning.fix
     assert signing.add_trusted_key(session_user_trusted_keys, signing.public_key_of(other_key(tmp_path)), "Bo")
-    assert kinds(verify_inspection(brief, path)[1]) == [("unsigned", "seal", ERROR)]
+    assert kinds(verify_inspection(brief, path)[1]) == [("unsigned", "seal", Severity.ERROR)]
 
 
 def test_a_record_outside_the_briefs_project_brings_no_trusted_keys(tmp_path: Path) -> None:

@@ -128,7 +128,7 @@ def agent_variant_advice() -> dict[str, tuple[str, float]]:
 def test_the_agents_variant_advice_passes_the_gate(variant: str, tmp_path: Path) -> None:
     """The brief the agent writes for a diagnosed symptom passes the gate's variant, recipe and overrides
     checks; the same brief keeping beta 0.01 for a KL-free variant fails `overrides` with the agent's fix."""
-    from llm_finetuning.gate import FAIL, run_gate
+    from llm_finetuning.gate import Verdict, run_gate
 
     advice = agent_variant_advice()
     assert set(advice) == {"dapo", "dr_grpo", "gspo"}
@@ -140,12 +140,12 @@ def test_the_agents_variant_advice_passes_the_gate(variant: str, tmp_path: Path)
     raw["model"]["architecture"] = "moe" if variant == "gspo" else "dense"
     path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     ruled = ("variant_table", "recipe_values", "overrides")
-    failed = [c for c in run_gate(path).checks if c.id in ruled and c.verdict == FAIL]
+    failed = [c for c in run_gate(path).checks if c.id in ruled and c.verdict == Verdict.FAIL]
     assert not failed, failed
     if beta == RECIPE_BETA:
         return
     raw["grpo"]["beta"] = RECIPE_BETA
     path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
-    failed = [c for c in run_gate(path).checks if c.id in ruled and c.verdict == FAIL]
+    failed = [c for c in run_gate(path).checks if c.id in ruled and c.verdict == Verdict.FAIL]
     assert [(c.id, c.path) for c in failed] == [("overrides", "grpo.beta")]
     assert "`grpo.beta: 0`" in failed[0].fix

@@ -167,3 +167,41 @@ def test_defaults_are_collected_in_the_registry_only() -> None:
                     and isinstance(node.value.slice, ast.Constant) and node.value.slice.value == "default":
                 found.append(f"{rel}:{node.lineno}")
     assert not found, "use reward_registry.arg_defaults:\n" + "\n".join(found)
+
+
+def run_dir_file_names() -> set[str]:
+    """The file names `llm_finetuning.rundir` owns (its constants with a dot: `launch.pid`, `metrics.jsonl`, ...).
+    The folder names `model` and `checkpoints` are also brief keys and grpo values, so no check can tell them apart."""
+    import llm_finetuning.rundir as rundir
+
+    return {v for k, v in vars(rundir).items() if k.isupper() and isinstance(v, str) and "." in v}
+
+
+def spelled_run_dir_names(tree: ast.Module, names: set[str]) -> list[tuple[int, str]]:
+    """(line, literal) for each string literal, docstrings aside, that is one of `names` or a path ending in one."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return sorted((node.lineno, node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and node.value.rsplit("/", 1)[-1] in names)
+
+
+def test_run_directory_file_names_are_spelled_in_rundir_only() -> None:
+    """Every module outside rundir/ names a run directory's files through its constants (`RUN_DIR / LAUNCH_PID`),
+    so a renamed file is renamed in one place; a message or a docstring may still say `launch.pid`."""
+    names = run_dir_file_names()
+    assert {"manifest.json", "metrics.jsonl", "launch.pid", "launch.log", "launch.exit.json", "launch.sh"} <= names
+    found = [f"{rel}:{line} {value!r}" for rel, tree in modules() if not rel.startswith("rundir/")
+             for line, value in spelled_run_dir_names(tree, names)]
+    assert not found, "use the constants of llm_finetuning.rundir:\n" + "\n".join(found)
+
+
+def test_the_run_directory_name_check_sees_a_literal() -> None:
+    """A name, a path ending in one, an f-string that builds such a path; not a docstring or a message."""
+    source = ('"""Reads launch.pid."""\n'
+              'def f(run_dir):\n    """The launch.pid record."""\n'
+              '    return (run_dir / "launch.pid", "runs/x/metrics.jsonl", f"{run_dir}/launch.log",\n'
+              '            f"no launch.pid in {run_dir}", "launch")\n')
+    assert spelled_run_dir_names(ast.parse(source), run_dir_file_names()) == [
+        (4, "/launch.log"), (4, "launch.pid"), (4, "runs/x/metrics.jsonl")]

@@ -15,7 +15,6 @@ from llm_finetuning.errors import (
     EXIT_UNUSABLE,
     Problem,
     ProblemError,
-    UnusableInput,
     render_problems,
     sort_problems,
 )
@@ -65,17 +64,14 @@ def load_checked_brief(path: str | Path, as_json: bool = False, *, for_gate: boo
 
     `for_gate`: through the gate's loader, which skips the schema validation for a brief that passed it
     before and nothing it names changed (`gate.fastload`); for the verbs that gate what they load."""
-    try:
-        if for_gate:
-            from llm_finetuning.gate.fastload import load_brief_for_gate
+    if for_gate:  # an UnusableInput (no such file, not YAML) ends through the verb's `converting_problems`
+        from llm_finetuning.gate.fastload import load_brief_for_gate
 
-            brief, errors = load_brief_for_gate(Path(path))
-        else:
-            from llm_finetuning.brief import load_brief
+        brief, errors = load_brief_for_gate(Path(path))
+    else:
+        from llm_finetuning.brief import load_brief
 
-            brief, errors = load_brief(path)
-    except UnusableInput as exc:
-        fail(exc, as_json)
+        brief, errors = load_brief(path)
     if brief is None:
         fail_brief(errors, Path(path), as_json)
     return brief

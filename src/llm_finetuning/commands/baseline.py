@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.commands._common import fail, load_checked_brief
+from llm_finetuning.commands._common import load_checked_brief
 from llm_finetuning.errors import UnusableInput
 
 if TYPE_CHECKING:
@@ -156,10 +156,8 @@ def command(brief: Path, n_prompts: int, k: int | None, temperature: float | Non
         run = sample_brief(loaded, n_prompts=n_prompts, k=k, split="auto", backend=backend, endpoint=endpoint,
                            endpoint_model=endpoint_model, desc="Baseline", settings=settings)
         score_run(loaded, run)
-    except UnusableInput as exc:
-        fail(exc, as_json)
     except ValueError as exc:  # a reward refused its spec or a row: unusable input, named by the reward
-        fail(UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards"), as_json)
+        raise UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards") from exc
     purpose = "training" if decoding.is_training(loaded) else "evaluation"
     record, verdict = build_record(loaded, run, purpose)
     if purpose == "evaluation":  # the learning-signal verdict speaks of training's groups, not of these

@@ -77,7 +77,7 @@ def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -
     try:
         judge = build_reward(spec, loaded.folder, name_occurrence(name))
     except ValueError as exc:
-        fail(UnusableInput(f"rewards[{index}]: the judge cannot be built: {exc}", "fix its args"), as_json)
+        raise UnusableInput(f"rewards[{index}]: the judge cannot be built: {exc}", "fix its args") from exc
     entry = calibrate(judge, spec, name, items, labels)
     if entry["figures"]["n_scored"] == 0:
         failures = ", ".join(f"{k[len('failed_'):]} x{v}" for k, v in entry["failures"].items()) or "unknown"

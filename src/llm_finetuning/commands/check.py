@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from llm_finetuning.commands._common import fail_brief
-from llm_finetuning.errors import WARNING, Problem, UnusableInput, render_problems
+from llm_finetuning.errors import Problem, Severity, UnusableInput, render_problems
 
 
 def _note_missing_embedded_model(model: dict[str, object]) -> None:
@@ -32,15 +32,15 @@ def episode_problems(brief_path: Path, as_json: bool) -> list[Problem]:
     done = subprocess.run([sys.executable, "-m", "llm_finetuning.sampling.episode_probe", str(brief_path)],
                           capture_output=True, text=True, timeout=600, check=False)
     try:
-        found = [Problem(**p) for p in json.loads(done.stdout.strip().splitlines()[-1])]
-    except (ValueError, IndexError, TypeError):
+        found = [Problem.from_json(p) for p in json.loads(done.stdout.strip().splitlines()[-1])]
+    except (ValueError, IndexError, KeyError, TypeError):
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return [Problem("episode_probe", "episode", f"the tools could not be checked: {last}",
                         "run `python -m llm_finetuning.sampling.episode_probe BRIEF` to see the whole error")]
     for p in found:
-        if p.severity == WARNING and not as_json:
+        if p.severity == Severity.WARNING and not as_json:
             click.echo(f"note: {p.line()}", err=True)
-    return [p for p in found if p.severity != WARNING]
+    return [p for p in found if p.severity != Severity.WARNING]
 
 
 @click.command("check")

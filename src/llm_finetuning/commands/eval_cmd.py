@@ -18,9 +18,8 @@ from typing import Any
 
 import click
 
-from llm_finetuning.commands._common import fail
 from llm_finetuning.commands.baseline import backend_options, decoding_options
-from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
 
 
 def verdict_line(result: dict[str, Any]) -> str:
@@ -80,11 +79,7 @@ def command(run_dir: Path, which: str, n_prompts: int | None, k: int | None, tem
     """
     from llm_finetuning.evaluation.run import EVAL_JSON, EVAL_JSONL, contract, evaluate
 
-    try:
-        results = evaluate(run_dir, which, n_prompts, k, backend, endpoint, endpoint_model, temperature, greedy,
-                           brief_path)
-    except UnusableInput as exc:
-        fail(exc, as_json)
+    results = evaluate(run_dir, which, n_prompts, k, backend, endpoint, endpoint_model, temperature, greedy, brief_path)
     last = results[-1]
     if as_json:
         out = contract(last)

@@ -12,9 +12,6 @@ from pathlib import Path
 
 import click
 
-from llm_finetuning.commands._common import fail
-from llm_finetuning.errors import UnusableInput
-
 
 @click.command("export")
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
@@ -34,10 +31,7 @@ def command(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool, dtyp
     from llm_finetuning.evaluation.targets import NO_RUN_MANIFEST
     from llm_finetuning.export.folder import export_model
 
-    try:
-        done = export_model(run_dir, dest, checkpoint, merge, dtype, force, brief_path)
-    except UnusableInput as exc:
-        fail(exc)
+    done = export_model(run_dir, dest, checkpoint, merge, dtype, force, brief_path)
     if not done.run_manifest:
         click.echo(f"warning: {NO_RUN_MANIFEST}", err=True)
     what = ("LoRA adapter merged into " if done.merged else "LoRA adapter for " if done.target.adapter

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.commands._common import fail, load_checked_brief
+from llm_finetuning.commands._common import load_checked_brief
 from llm_finetuning.commands.baseline import backend_options
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.records.inspection import MAX_SAMPLES, MIN_SAMPLES
@@ -86,10 +86,8 @@ def command(brief: Path, samples: int, endpoint: str | None, endpoint_model: str
         run = sample_brief(loaded, n_prompts=n_prompts, k=k, split="train", backend=backend, endpoint=endpoint,
                            endpoint_model=endpoint_model, seed_offset=SEED_OFFSET, desc="Inspect")
         score_run(loaded, run, explain=True)
-    except UnusableInput as exc:
-        fail(exc, as_json)
     except ValueError as exc:
-        fail(UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards"), as_json)
+        raise UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards") from exc
     chosen = build_samples(loaded, run, samples)
     record_path = loaded.resolve(str(loaded.section("records").get("inspection") or "records/inspection.json"))
     create_inspection(loaded, chosen, record_path, run.model_identity)

@@ -14,21 +14,15 @@ docs/gate.md ("Signing").
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from llm_finetuning.errors import EXIT_UNUSABLE
+from llm_finetuning.errors import UnusableInput
 
 KEY_OPTION = click.option("--key", "key_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
                           help="The private key file (default: reviewer.ed25519 in $LLM_FINETUNING_KEY_DIR, else in "
                           "~/.config/llm-finetuning/keys/).")
-
-
-def _fail(message: str, fix: str) -> None:
-    click.echo(f"error: {message} Fix: {fix}", err=True)
-    sys.exit(EXIT_UNUSABLE)
 
 
 def _key_file(key_path: Path | None) -> Path:
@@ -63,7 +57,7 @@ def show(key_path: Path | None) -> None:
     try:
         key, _ = signing.private_key(where, create=False)
     except signing.KeyProblem as exc:
-        _fail(exc.message, exc.fix)
+        raise UnusableInput(exc.message, exc.fix) from exc
     public = signing.public_key_of(key)
     click.echo(signing.trusted_line(public, default_reviewer()))
     click.echo(f"key id: {signing.key_id(public)}")
@@ -84,7 +78,7 @@ def trust(pubkey: str, project: Path | None, name: str) -> None:
     try:
         public, comment = signing.parse_public_key(pubkey)
     except ValueError as exc:
-        _fail(str(exc), "give the base64 key, or the line `finetune keys` prints, in quotes")
+        raise UnusableInput(str(exc), "give the base64 key, or the line `finetune keys` prints, in quotes") from exc
     target = project_trusted_keys_path(_project(project))
     added = signing.add_trusted_key(target, public, name or comment)
     verb = "added to" if added else "already in"
@@ -109,12 +103,13 @@ def rotate(key_path: Path | None, project: Path | None, name: str) -> None:
         try:
             old = signing.public_key_of(signing.private_key(where, create=False)[0])
         except signing.KeyProblem as exc:
-            _fail(exc.message, f"{exc.fix}; or move {where} away and run `finetune keys rotate` again")
+            raise UnusableInput(exc.message,
+                                f"{exc.fix}; or move {where} away and run `finetune keys rotate` again") from exc
         where.unlink()
     try:
         key, _ = signing.private_key(where)
     except signing.KeyProblem as exc:
-        _fail(exc.message, exc.fix)
+        raise UnusableInput(exc.message, exc.fix) from exc
     public = signing.public_key_of(key)
     target = project_trusted_keys_path(_project(project))
     signing.add_trusted_key(target, public, name or default_reviewer())

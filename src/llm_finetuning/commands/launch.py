@@ -24,11 +24,12 @@ import click
 from llm_finetuning.commands._common import fail
 from llm_finetuning.errors import EXIT_REJECTED, Problem, render_problems
 from llm_finetuning.launch import LaunchRefused
+from llm_finetuning.rundir import LAUNCH_SCRIPT
 
 
 def _run_script(run_dir: Path, resume: bool) -> int:
     """Run launch.sh in its own process group, forwarding SIGINT/SIGTERM to the whole group."""
-    cmd = ["bash", str(run_dir / "launch.sh")] + (["--resume"] if resume else [])
+    cmd = ["bash", str(run_dir / LAUNCH_SCRIPT)] + (["--resume"] if resume else [])
     proc = subprocess.Popen(cmd, cwd=run_dir, start_new_session=True)
 
     def forward(signum: int, frame: object) -> None:
@@ -105,7 +106,7 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
     from llm_finetuning.launch.detach import forget_stale_launch
 
     forget_stale_launch(run.run_dir)
-    if plan["how"] == "launch.sh":
+    if plan["how"] == LAUNCH_SCRIPT:
         click.echo(f"finetune launch: {plan['command']}", err=True)
         sys.exit(_run_script(run.run_dir, resume))
     from llm_finetuning.launch.worker import run_worker

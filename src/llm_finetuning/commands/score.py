@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from llm_finetuning.brief.columns import require_columns
-from llm_finetuning.commands._common import fail, load_checked_brief
+from llm_finetuning.commands._common import load_checked_brief
 from llm_finetuning.errors import EXIT_OK, UnusableInput
 
 PROGRESS_MIN_ROWS = 100
@@ -105,8 +105,7 @@ def command(brief: Path, completions: Path, as_json: bool, explain: bool) -> Non
     try:
         funcs = build_reward_funcs(loaded, load_brief_tokenizer(loaded))
     except (ValueError, TypeError, ImportError, AttributeError) as exc:
-        fail(UnusableInput(f"a reward cannot be built: {exc}", "fix the reward's args in the brief",
-                                    str(brief)), as_json)
+        raise UnusableInput(f"a reward cannot be built: {exc}", "fix the reward's args in the brief", str(brief)) from exc
     try:
         if len(rows) >= PROGRESS_MIN_ROWS:
             from rich.console import Console
@@ -120,8 +119,8 @@ def command(brief: Path, completions: Path, as_json: bool, explain: bool) -> Non
             scored = score_rows(loaded, rows, funcs=funcs, explain=explain)
     except (KeyError, ValueError, TypeError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        fail(UnusableInput(f"scoring failed: {message}", "check the rows' columns against the rewards' args",
-                                    str(completions)), as_json)
+        raise UnusableInput(f"scoring failed: {message}", "check the rows' columns against the rewards' args",
+                            str(completions)) from exc
     finally:
         for func in funcs[0]:
             close = getattr(func, "close", None)

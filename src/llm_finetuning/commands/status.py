@@ -30,10 +30,12 @@ def _duration(seconds: float | None) -> str:
 
 def render_status(run_dir: Path, status: dict[str, Any]) -> str:
     """The human form: one summary line, then pid/log, the finding, how it ended, what to run next."""
+    from llm_finetuning.launch.detach import RunState
+
     step = f"step {status['step']} of {status['max_steps'] if status['max_steps'] is not None else '?'}"
     reward = "n/a" if status["reward"] is None else f"{status['reward']:.3g}"
     head = f"{run_dir}: {status['state']}, {step}, reward {reward}, elapsed {_duration(status['elapsed_s'])}"
-    if status["state"] == "running":
+    if status["state"] == RunState.RUNNING:
         head += f", ETA {_duration(status['eta_s'])}"
     lines = [head]
     where = [f"pid {status['pid']}"] if status["pid"] is not None else []
@@ -43,10 +45,10 @@ def render_status(run_dir: Path, status: dict[str, Any]) -> str:
     if status["exit_code"] is not None or status["signal"]:
         how = f"exit code {status['exit_code']}" if status["exit_code"] is not None else f"signal {status['signal']}"
         lines.append(f"  ended with {how}")
-    elif status["state"] == "failed" and status["pid"] is not None:
+    elif status["state"] == RunState.FAILED and status["pid"] is not None:
         lines.append("  ended without an exit record: its process group was killed (SIGKILL, out of memory) "
                      "or the machine restarted")
-    if status["checkpoint"] and status["state"] in ("stopped", "failed"):
+    if status["checkpoint"] and status["state"] in (RunState.STOPPED, RunState.FAILED):
         lines.append(f"  last complete checkpoint: {status['checkpoint']}")
     finding = status["finding"]
     if finding is None:
@@ -73,11 +75,11 @@ def command(run_dir: Path, as_json: bool) -> None:
     Works for runs launched with --detach (launch.pid, launch.exit.json) and in the foreground (the
     process table and metrics.jsonl's end marker). A failed run shows the last lines of its log.
     Exit 0 running, finished or not started; 1 failed or stopped; 2 not a rendered run directory."""
-    from llm_finetuning.launch.detach import FAILED, STOPPED, run_status
+    from llm_finetuning.launch.detach import RunState, run_status
 
     status = run_status(run_dir)
     if as_json:
         click.echo(json.dumps(status, indent=2))
     else:
         click.echo(render_status(run_dir, status))
-    sys.exit(EXIT_REJECTED if status["state"] in (FAILED, STOPPED) else EXIT_OK)
+    sys.exit(EXIT_REJECTED if status["state"] in (RunState.FAILED, RunState.STOPPED) else EXIT_OK)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import click
 
-from llm_finetuning.commands._common import fail
 from llm_finetuning.errors import EXIT_OK
 
 
@@ -31,16 +30,12 @@ def command(run_dir: Path, wait_s: float | None) -> None:
     from llm_finetuning.launch.detach import (
         ALREADY_ASKED,
         ENDED,
-        NothingRuns,
         request_stop,
         run_status,
         wait_for_exit,
     )
 
-    try:
-        record, outcome = request_stop(run_dir)
-    except NothingRuns as exc:
-        fail(exc)
+    record, outcome = request_stop(run_dir)  # NothingRuns: exit 2 through the CLI's one conversion
     q = shlex.quote(str(run_dir))
     if outcome == ENDED:
         click.echo(f"finetune stop: the run in {run_dir} (pid {record['pid']}) has already ended; "

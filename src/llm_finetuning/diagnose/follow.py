@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llm_finetuning.diagnose.context import RunContext, read_eval
-from llm_finetuning.diagnose.rules import ERROR, Finding, diagnose
+from llm_finetuning.diagnose.rules import Finding, diagnose
 from llm_finetuning.diagnose.trajectory import Trajectory, load_trajectory, read_completions
-from llm_finetuning.errors import UnusableInput
+from llm_finetuning.errors import Severity, UnusableInput
 from llm_finetuning.rundir import COMPLETIONS, EVAL_JSONL
 
 
@@ -37,7 +37,7 @@ def follow(run_dir: Path, ctx: RunContext, on_new: Callable[[Finding, Trajectory
     each finding id when it first appears (or turns from warning to error)."""
     start = clock()
     result = FollowResult(None)
-    reported: dict[str, str] = {}
+    reported: dict[str, Severity] = {}
     completions_size = -1
     eval_size = 0 if ctx.eval_steps else -1  # a file given with --eval stays what it is
     try:
@@ -63,7 +63,7 @@ def follow(run_dir: Path, ctx: RunContext, on_new: Callable[[Finding, Trajectory
                 result.findings = diagnose(traj, ctx)
                 for f in result.findings:
                     before = reported.get(f.id)
-                    if before is None or (before != ERROR and f.severity == ERROR):
+                    if before is None or (before != Severity.ERROR and f.severity == Severity.ERROR):
                         reported[f.id] = f.severity
                         on_new(f, traj)
                 if traj.ended:

@@ -27,8 +27,8 @@ from llm_finetuning.diagnose.stats import (
     window_size,
 )
 from llm_finetuning.diagnose.trajectory import Series, Trajectory
-
-ERROR, WARNING, INFO = "error", "warning", "info"  # info: what happened, not a failure mode (the run stays healthy)
+from llm_finetuning.errors import Severity
+from llm_finetuning.rundir import EVAL_JSONL
 
 # Trend rules need this many logged points; fewer and they stay silent (too little to call a trend).
 MIN_TREND_POINTS = 5
@@ -102,7 +102,7 @@ class Finding:
     """One diagnosed failure mode: the steps where it shows, the numbers, the variant and the fix."""
 
     id: str
-    severity: str  # "error" | "warning" | "info" (what happened, not a failure mode)
+    severity: Severity  # INFO: what happened, not a failure mode (the run stays healthy)
     steps: list[int]
     evidence: dict[str, Any]  # "message" (one line) and the measured numbers
     variant: str | None
@@ -195,7 +195,7 @@ def _convergence(traj: Trajectory, ctx: RunContext) -> str | None:
     if len(ctx.eval_scores) >= 3:
         change = fitted_change([float(s) for s in ctx.eval_steps], ctx.eval_scores)
         if change >= EVAL_GAP_MIN and _held_up(ctx.eval_scores):
-            return f"the held-out score rose {change:+.3f} and held ({ctx.eval_source or 'eval.jsonl'})"
+            return f"the held-out score rose {change:+.3f} and held ({ctx.eval_source or EVAL_JSONL})"
     correct_name, correct = correctness_series(traj, ctx)
     if len(correct) < MIN_TREND_POINTS:
         return None
@@ -213,7 +213,7 @@ def entropy_collapse(traj: Trajectory, ctx: RunContext) -> Finding | None:
     if fall is None or _convergence(traj, ctx) is not None:
         return None
     steps, message, evidence = fall
-    return Finding("entropy_collapse", ERROR, steps, {"message": message, **evidence}, "dapo",
+    return Finding("entropy_collapse", Severity.ERROR, steps, {"message": message, **evidence}, "dapo",
                    "Switch to DAPO: clip-higher (epsilon_high 0.28) keeps low-probability tokens explorable, no KL "
                    "penalty, truncated completions masked; rerun from the same start.",
                    _variant_edit("dapo", "entropy_collapse"), variant_settings("dapo"))
@@ -227,7 +227,7 @@ def converged(traj: Trajectory, ctx: RunContext) -> Finding | None:
     if fall is None or why is None:
         return None
     steps, message, evidence = fall
-    return Finding("converged", INFO, steps, {"message": f"{message}; {why}: convergence, not entropy collapse",
+    return Finding("converged", Severity.INFO, steps, {"message": f"{message}; {why}: convergence, not entropy collapse",
                                               "because": why, **evidence}, None,
                    "Nothing to fix: a policy that has learned the task samples with less entropy. If you train on, "
                    "watch the held-out score (`finetune eval`): a flat or falling one while entropy keeps falling is "
@@ -268,7 +268,7 @@ def entropy_rising(traj: Trajectory, ctx: RunContext) -> Finding | None:
               "(beta 0.01)" if ctx.variant == "dapo" else "; keep beta > 0 (the KL term holds the "
               "policy near the reference)")
            + ("." if learning else ". Correctness is not improving either, so stop the run now."))
-    return Finding("entropy_rising", WARNING if learning else ERROR, steps, evidence, None, fix,
+    return Finding("entropy_rising", Severity.WARNING if learning else Severity.ERROR, steps, evidence, None, fix,
                    "\n".join(lines) + "\n" if len(lines) > 1 else None)
 
 
@@ -310,7 +310,7 @@ def length_reward_correlation(traj: Trajectory, ctx: RunContext) -> Finding | No
     if sample_corr is not None:
         evidence["sample_length_reward_corr"], evidence["sample_length_correctness_corr"] = sample_corr
     half = traj.steps[len(traj.steps) // 2]
-    return Finding("length_reward_correlation", WARNING, [s for s in length.steps if s >= half], evidence, "dr_grpo",
+    return Finding("length_reward_correlation", Severity.WARNING, [s for s in length.steps if s >= half], evidence, "dr_grpo",
                    "Switch to Dr.GRPO: a constant loss normaliser and no std scaling, so the reward tracks "
                    "correctness, not completion length.",
                    _variant_edit("dr_grpo", "length_reward_correlation"), variant_settings("dr_grpo"))
@@ -356,13 +356,13 @@ def moe_instability(traj: Trajectory, ctx: RunContext) -> Finding | None:
                                + (f"; clip-ratio/KL spikes at steps {step_ranges(spike_steps, traj.steps)}"
                                   if spike_steps else ""))
         evidence["architecture_source"] = ctx.moe_source
-        return Finding("moe_instability", ERROR, spike_steps, evidence, "gspo", fix, edit, variant_settings("gspo"))
+        return Finding("moe_instability", Severity.ERROR, spike_steps, evidence, "gspo", fix, edit, variant_settings("gspo"))
     if len(clip_spikes) < 2:
         return None
     evidence["message"] = (f"clip ratio spiked at steps {step_ranges(clip_spikes, traj.steps)} (up to "
                            f"{fmt(evidence['clip_ratio_max'])}), the signature of MoE routing instability; the "
                            "architecture is unknown (set model.architecture in the brief, or pass --architecture)")
-    return Finding("moe_instability", WARNING, spike_steps, evidence, "gspo",
+    return Finding("moe_instability", Severity.WARNING, spike_steps, evidence, "gspo",
                    "If the model is a mixture of experts, switch to GSPO (required for MoE). If it is dense, "
                    "treat the spikes as kl_blowup: lower the learning rate.", edit, variant_settings("gspo"))
 
@@ -406,17 +406,17 @@ def _no_signal(traj: Trajectory, ctx: RunContext, want: str) -> Finding | None:
     evidence = {"message": message, "steps_without_signal_share": share, "frac_reward_zero_std_late": late,
                 "level": level, "level_of": correct_name or "reward"}
     if kind == "prompts_learned":
-        return Finding(kind, INFO, dead, {**evidence, "message": f"{message}, after early steps that had signal; "
+        return Finding(kind, Severity.INFO, dead, {**evidence, "message": f"{message}, after early steps that had signal; "
                                           f"{learned}: the run has learned its training prompts", "because": learned},
                        None, "Nothing to fix in this run: it learned what these prompts teach, and more steps on them "
                        "train nothing. To train on, add prompts the trained model does not solve k/k and rerun "
                        "`finetune baseline` on them.")
     if kind == "no_signal_all_fail":
-        return Finding(kind, ERROR, dead, evidence, None,
+        return Finding(kind, Severity.ERROR, dead, evidence, None,
                        "Base success is zero on these prompts: RL cannot sharpen what the model never does. "
                        "Fine-tune on demonstrations first (SFT, skill lora-qlora-recipes) or use easier prompts, "
                        "then rerun `finetune baseline` until pass@k is nonzero.")
-    return Finding(kind, WARNING, dead, evidence, None,
+    return Finding(kind, Severity.WARNING, dead, evidence, None,
                    "The prompts are too easy: every completion passes. Drop prompts the base model solves k/k in "
                    "the baseline, add harder ones, and rerun `finetune baseline`.")
 
@@ -472,7 +472,7 @@ def truncation(traj: Trajectory, ctx: RunContext) -> Finding | None:
                   else f"; mean terminated length {fmt(late_term)}" if late_term is not None else ""))
     evidence = {"message": message, "clipped_ratio_late": late, "mean_terminated_length_late": late_term,
                 "max_completion_length": current}
-    severity = ERROR if late >= TRUNCATION_ERROR_RATIO or never else WARNING
+    severity = Severity.ERROR if late >= TRUNCATION_ERROR_RATIO or never else Severity.WARNING
     fix = ((f"Raise max_completion_length to {suggested}" if suggested else "Raise max_completion_length")
            + " (check memory with `finetune memory --brief BRIEF`). If the model rambles rather than needing the "
            "room, add a length_penalty reward instead.")
@@ -530,7 +530,7 @@ def reward_hacking(traj: Trajectory, ctx: RunContext) -> Finding | None:
         return None
     evidence["message"] = "; ".join(signatures)
     evidence["signatures"] = signatures
-    severity = ERROR if divergence is not None else WARNING
+    severity = Severity.ERROR if divergence is not None else Severity.WARNING
     fix = ("Fix the reward before tuning anything: the model is optimising "
            + (f"{culprit}" if culprit else "the training reward") + " instead of correctness. Make shaping "
            "rewards conditional on a correct answer or cut their weight, re-inspect the rewards (`finetune "
@@ -583,14 +583,14 @@ def kl_blowup(traj: Trajectory, ctx: RunContext) -> Finding | None:
     grad_spikes = [grad.steps[i] for i in spikes(grad.values, SPIKE_FACTOR, GRAD_SPIKE_FLOOR, 0.0)]
     late_kl = _early_late(kl)[1] if len(kl) >= MIN_TREND_POINTS else None
     parts: list[str] = []
-    severity = WARNING
+    severity = Severity.WARNING
     if nonfinite:
         parts.append(f"non-finite loss/KL/grad norm at steps {step_ranges(nonfinite, traj.steps)}")
-        severity = ERROR
+        severity = Severity.ERROR
     if late_kl is not None and late_kl >= KL_BLOWUP_LEVEL:
         parts.append(f"KL climbed to a late median of {fmt(late_kl)} nats/token")
         if late_kl >= KL_BLOWUP_ERROR:
-            severity = ERROR
+            severity = Severity.ERROR
     spike_steps = sorted(set(kl_spikes + grad_spikes))
     if len(spike_steps) >= SPIKE_MIN_COUNT:
         kinds = [f"{what} spikes at steps {step_ranges(at, traj.steps)}"
@@ -644,7 +644,7 @@ def zero_loss(traj: Trajectory, ctx: RunContext) -> Finding | None:
     evidence = {"message": f"loss {'and grad norm ' if grad else ''}exactly 0 on {len(zero)} of {len(loss)} logged "
                            f"steps ({step_ranges(zero, traj.steps)}){cause}",
                 "zero_steps_share": len(zero) / len(loss), "frac_reward_zero_std_mean": mean_tied}
-    return Finding("zero_loss", ERROR, zero, evidence, None,
+    return Finding("zero_loss", Severity.ERROR, zero, evidence, None,
                    "Nothing is being learned: the advantages are zero. Check that the rewards vary within a group "
                    "(`finetune score` on sampled completions; rewards returning None for every completion also do "
                    "this), then see no_signal_all_fail / no_signal_all_pass.")
@@ -704,7 +704,7 @@ def tool_failures(traj: Trajectory, ctx: RunContext) -> Finding | None:
     fix = ("Read failing episodes in completions.jsonl (the tool messages hold each error): fix the tool's schema "
            "or docstring when the arguments are wrong, raise episode.tool_timeout_s for time-outs, and make the "
            "answer's verifier require the tool's result (a tool_call reward with argument schemas)")
-    return Finding("tool_failures", ERROR if rising else WARNING, steps,
+    return Finding("tool_failures", Severity.ERROR if rising else Severity.WARNING, steps,
                    {"message": message, "failure_rate_late": late, "reward_rise": rise}, None, fix)
 
 
@@ -726,7 +726,7 @@ def episodes_cut(traj: Trajectory, ctx: RunContext) -> Finding | None:
     fix = ("Read those episodes: the same call repeated is a loop (reward the answer, not the calls); a task that "
            "needs more calls needs a higher episode.max_turns and grpo.max_completion_length")
     edit = f"episode:\n  max_turns: {2 * int(limit)}\n" if limit else None
-    return Finding("episodes_cut", WARNING, steps, {"message": message, "cut_share_late": share}, None, fix, edit)
+    return Finding("episodes_cut", Severity.WARNING, steps, {"message": message, "cut_share_late": share}, None, fix, edit)
 
 
 Rule = Callable[[Trajectory, RunContext], "Finding | None"]
@@ -753,7 +753,7 @@ RULES: list[Rule] = [
 FINDING_IDS = ("entropy_collapse", "entropy_rising", "length_reward_correlation", "moe_instability", "no_signal_all_fail",
                "no_signal_all_pass", "truncation", "reward_hacking", "kl_blowup", "zero_loss", "tool_failures",
                "episodes_cut", "converged", "prompts_learned")
-_SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+_SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 def diagnose(traj: Trajectory, ctx: RunContext | None = None) -> list[Finding]:
@@ -765,4 +765,4 @@ def diagnose(traj: Trajectory, ctx: RunContext | None = None) -> list[Finding]:
 
 def failure_modes(findings: list[Finding]) -> list[Finding]:
     """The findings that are failure modes (errors and warnings): a run with none of them is healthy."""
-    return [f for f in findings if f.severity != INFO]
+    return [f for f in findings if f.severity != Severity.INFO]

@@ -26,7 +26,7 @@ from llm_finetuning.evaluation.targets import (
     select_targets,
 )
 from llm_finetuning.fileio import atomic_write_json, folder_swap, utc_now
-from llm_finetuning.rundir import METRICS, run_finished
+from llm_finetuning.rundir import MANIFEST, METRICS, run_finished
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 PROVENANCE = "llm-finetuning-export.json"
@@ -137,7 +137,7 @@ def export_model(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool,
             "format": "llm-finetuning/export@1", "created_at": utc_now(), "run_dir": str(run_dir),
             "brief": {"path": str(brief.path), "sha256": brief.sha256}, "checkpoint": target.label,
             "step": target.step, "checkpoint_sha256": sha, "adapter": target.adapter, "merged": merge,
-            "run_manifest": str(run_dir / "manifest.json") if manifest else None,
+            "run_manifest": str(run_dir / MANIFEST) if manifest else None,
             "dtype": dtype, "baseline_digest": (ev.baseline or {}).get("digest"),
             "eval": {k: ev.evaluation[k] for k in ("delta_pass_at_1", "ci95", "beyond_noise")} if ev.evaluation else None,
         })

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult, GateReport
+from llm_finetuning.gate.result import CheckResult, GateReport, Verdict
 
 GATE_VERSION = 1
 
-__all__ = ["CheckResult", "GateReport", "run_gate", "gate_brief", "gate_fingerprint", "PASS", "FAIL", "WARN"]
+__all__ = ["CheckResult", "GateReport", "run_gate", "gate_brief", "gate_fingerprint", "Verdict"]
 
 
 def run_gate(brief_path: Path) -> GateReport:
@@ -32,7 +32,7 @@ def run_gate(brief_path: Path) -> GateReport:
     if brief is None:
         report = GateReport(str(brief_path), None, brief_is_valid.from_errors(errors))
         report.checks.append(CheckResult(
-            "brief_is_valid", FAIL, "", "the other checks run once the brief is valid",
+            "brief_is_valid", Verdict.FAIL, "", "the other checks run once the brief is valid",
             f"fix the errors above (`finetune check {brief_path}` lists the same), then run the gate again"))
         return report
     return gate_brief(brief, brief_path)
@@ -54,7 +54,7 @@ def gate_brief(brief: Brief, shown_path: str | Path | None = None,
             report.checks.extend(check(brief, ctx))
         except Exception as exc:  # noqa: BLE001 - a check that breaks rejects; it never passes by accident
             report.checks.append(CheckResult(
-                check_id, FAIL, "", f"the check itself failed: {type(exc).__name__}: {exc}",
+                check_id, Verdict.FAIL, "", f"the check itself failed: {type(exc).__name__}: {exc}",
                 "report this as a bug in llm-finetuning, with the brief and its records"))
     if report.passed:
         from llm_finetuning.fileio import sha256_file_or_none

@@ -9,12 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from llm_finetuning.errors import ERROR, EXIT_OK, EXIT_REJECTED, WARNING, Problem, problems_json
+from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, Problem, Severity, TextEnum, problems_json
 
 if TYPE_CHECKING:
     from llm_finetuning.memory import Estimate
 
-PASS, FAIL, WARN = "pass", "fail", "warn"
+class Verdict(TextEnum):
+    """A check result's verdict, as the gate's table and JSON spell it (docs/gate.md)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    WARN = "warn"
+
+
+# The checks (gate/checks/*) name the verdicts bare, one import for their many results.
+PASS, FAIL, WARN = Verdict.PASS, Verdict.FAIL, Verdict.WARN
 
 
 @dataclass(frozen=True)
@@ -22,22 +31,23 @@ class CheckResult:
     """One check's verdict on one thing: id, pass/fail/warn, the YAML path, the message, and the fix."""
 
     id: str
-    verdict: str
+    verdict: Verdict
     path: str
     message: str
     fix: str = ""
 
     def line(self) -> str:
         """One row of the gate's table: verdict, check id, then the path, message and (unless passed) fix."""
-        fix = f" Fix: {self.fix}" if self.fix and self.verdict != PASS else ""
+        fix = f" Fix: {self.fix}" if self.fix and self.verdict != Verdict.PASS else ""
         return f"{self.verdict.upper():4}  {self.id:<20}  {self.path or '(brief)'}: {self.message}{fix}"
 
     @property
     def problem(self) -> Problem | None:
         """A failure (severity error) or warning as a Problem; None for a pass."""
-        if self.verdict == PASS:
+        if self.verdict == Verdict.PASS:
             return None
-        return Problem(self.id, self.path, self.message, self.fix, ERROR if self.verdict == FAIL else WARNING)
+        return Problem(self.id, self.path, self.message, self.fix,
+                       Severity.ERROR if self.verdict == Verdict.FAIL else Severity.WARNING)
 
     def to_json(self) -> dict[str, str]:
         """The documented row of `checks` (docs/gate.md: id, verdict, path, reason, fix)."""
@@ -73,11 +83,11 @@ class GateReport:
 
     @property
     def failures(self) -> list[CheckResult]:
-        return [c for c in self.checks if c.verdict == FAIL]
+        return [c for c in self.checks if c.verdict == Verdict.FAIL]
 
     @property
     def warnings(self) -> list[CheckResult]:
-        return [c for c in self.checks if c.verdict == WARN]
+        return [c for c in self.checks if c.verdict == Verdict.WARN]
 
     @property
     def problems(self) -> list[Problem]:
@@ -97,7 +107,7 @@ class GateReport:
             name=self.name,
             fingerprint=self.fingerprint,
             summary={"failed": len(self.failures), "warnings": len(self.warnings),
-                     "passed": sum(1 for c in self.checks if c.verdict == PASS)},
+                     "passed": sum(1 for c in self.checks if c.verdict == Verdict.PASS)},
             checks=[c.to_json() for c in self.checks],
         )
 

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import (
-    ERROR,
     EXIT_REJECTED,
     EXIT_UNUSABLE,
-    WARNING,
     Problem,
     ProblemError,
+    Severity,
     UnusableInput,
     sort_problems,
 )
+from llm_finetuning.rundir import LAUNCH_SCRIPT, SBATCH_SCRIPT
 from llm_finetuning.rundir.manifest import brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
@@ -84,7 +84,7 @@ def _gate_problems(brief: Brief, manifest: dict[str, Any]) -> tuple[list[Problem
     verified = {key: rec.get("sha256") for key, rec in manifest.get("records", {}).items()}
     report = gate_brief(brief, record_sha256=verified)
     if not report.passed:
-        return [p for p in report.problems if p.severity == ERROR], report
+        return [p for p in report.problems if p.severity == Severity.ERROR], report
     if report.fingerprint != manifest.get("gate_fingerprint"):
         return [Problem("gate_fingerprint", "", "the gate's fingerprint differs from the one in manifest.json (the "
                         "evidence changed since rendering).", "run `finetune render BRIEF -o RUN_DIR` again")], report
@@ -124,7 +124,7 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
     vllm = vllm_problem(str(brief.data["hardware"]["generation"]))
     if vllm and check_backend:
         raise LaunchRefused([vllm], EXIT_UNUSABLE)
-    return VerifiedRun(run_dir, manifest, brief, [replace(vllm, severity=WARNING)] if vllm else [])
+    return VerifiedRun(run_dir, manifest, brief, [replace(vllm, severity=Severity.WARNING)] if vllm else [])
 
 
 def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:
@@ -136,10 +136,10 @@ def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:
         command = ["finetune", "launch", str(run.run_dir), *args]
     elif int(topo.get("nodes", 1)) > 1:
         how = "sbatch"
-        command = ["sbatch", "--chdir", str(run.run_dir), str(run.run_dir / "sbatch.sh"), *args]
+        command = ["sbatch", "--chdir", str(run.run_dir), str(run.run_dir / SBATCH_SCRIPT), *args]
     else:
-        how = "launch.sh"
-        command = ["bash", str(run.run_dir / "launch.sh"), *args]
+        how = LAUNCH_SCRIPT
+        command = ["bash", str(run.run_dir / LAUNCH_SCRIPT), *args]
     return {
         "run_dir": str(run.run_dir),
         "how": how,

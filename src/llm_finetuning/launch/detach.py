@@ -31,18 +31,27 @@ import time
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.errors import Problem, UnusableInput
+from llm_finetuning.errors import Problem, TextEnum, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
-from llm_finetuning.rundir import CHECKPOINTS
+from llm_finetuning.rundir import CHECKPOINTS, GRPO_CONFIG, LAUNCH_EXIT, LAUNCH_LOG, LAUNCH_PID, LAUNCH_SCRIPT
 from llm_finetuning.rundir.checkpoints import last_complete_checkpoint, start_problem
 from llm_finetuning.rundir.manifest import load_manifest
 
-PID_FILE = "launch.pid"
-EXIT_FILE = "launch.exit.json"
-LOG_FILE = "launch.log"
 PID_FORMAT = 1
 
-RUNNING, FINISHED, FAILED, STOPPED, NOT_STARTED = "running", "finished", "failed", "stopped", "not_started"
+
+
+class RunState(TextEnum):
+    """What `finetune status` says of a run (docs/render-launch.md): training now, reached its last step,
+    ended otherwise, ended after `finetune stop` (or a signal it checkpointed on), or never launched."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    NOT_STARTED = "not_started"
+
+
 LOG_TAIL_LINES = 15
 _LOG_HEADER = "=== finetune launch --detach"  # starts each launch's part of launch.log
 # Modules whose command line, with the run directory among its arguments, marks a process training it.
@@ -72,7 +81,7 @@ def _read_record(path: Path) -> dict[str, Any] | None:
 
 def read_launch(run_dir: Path) -> dict[str, Any] | None:
     """RUN_DIR/launch.pid, or None when there is none (or it cannot be read as a pid record)."""
-    record = _read_record(Path(run_dir) / PID_FILE)
+    record = _read_record(Path(run_dir) / LAUNCH_PID)
     if record is None or not isinstance(record.get("pid"), int) or not isinstance(record.get("pgid"), int):
         return None
     return record
@@ -86,7 +95,7 @@ def is_alive(record: dict[str, Any]) -> bool:
 
 def read_exit(run_dir: Path, record: dict[str, Any]) -> dict[str, Any] | None:
     """RUN_DIR/launch.exit.json when it was written by the launch `record` describes."""
-    ended = _read_record(Path(run_dir) / EXIT_FILE)
+    ended = _read_record(Path(run_dir) / LAUNCH_EXIT)
     if ended is None or ended.get("pid") != record.get("pid"):
         return None
     if ended.get("start_time_ticks") != record.get("start_time_ticks"):
@@ -112,7 +121,7 @@ def _trains(words: list[str], cwd: Path, run_dir: Path) -> bool:
     llm_finetuning.launch.worker RUN_DIR`, the detached supervisor, or `bash RUN_DIR/launch.sh`."""
     named = [(cwd / w).resolve() for w in words[1:] if w and not w.startswith("-")]
     if Path(words[0]).name in ("bash", "sh") and len(named) >= 1:
-        return named[0] == run_dir / "launch.sh"
+        return named[0] == run_dir / LAUNCH_SCRIPT
     return run_dir in named and any(w == "launch" or w.endswith(_LAUNCH_MODULES) for w in words)
 
 
@@ -162,7 +171,7 @@ def forget_stale_launch(run_dir: Path) -> None:
     record = read_launch(run_dir)
     if record is not None and int(record["pgid"]) == os.getpgrp():
         return
-    for name in (PID_FILE, EXIT_FILE):
+    for name in (LAUNCH_PID, LAUNCH_EXIT):
         (Path(run_dir) / name).unlink(missing_ok=True)
 
 
@@ -177,8 +186,8 @@ def start_detached(run_dir: Path, resume: bool) -> dict[str, Any]:
     and return it. The caller has verified the run and checked that nothing runs there."""
     run_dir = Path(run_dir).resolve()
     command = [sys.executable, "-m", "llm_finetuning.cli", "launch", str(run_dir), *(["--resume"] if resume else [])]
-    log_path = run_dir / LOG_FILE
-    (run_dir / EXIT_FILE).unlink(missing_ok=True)
+    log_path = run_dir / LAUNCH_LOG
+    (run_dir / LAUNCH_EXIT).unlink(missing_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(log_path, "ab") as log:
         log.write(f"\n{_LOG_HEADER} {utc_now()}: {shlex.join(command)}\n".encode())
@@ -196,7 +205,7 @@ def start_detached(run_dir: Path, resume: bool) -> dict[str, Any]:
         "resume": resume,
         "log": str(log_path),
     }
-    atomic_write_json(run_dir / PID_FILE, record)
+    atomic_write_json(run_dir / LAUNCH_PID, record)
     return record
 
 
@@ -218,14 +227,14 @@ def request_stop(run_dir: Path) -> tuple[dict[str, Any], str]:
         if pids:
             raise NothingRuns(f"{run_dir} was launched in the foreground (pid {pids[0]}), not with --detach",
                               f"stop it with Ctrl-C in its terminal or `kill -TERM {pids[0]}` (it checkpoints first)")
-        raise NothingRuns(f"nothing runs in {run_dir}: there is no {PID_FILE} (it was never launched with "
+        raise NothingRuns(f"nothing runs in {run_dir}: there is no {LAUNCH_PID} (it was never launched with "
                           "--detach).", f"start it with `finetune launch {run_dir} --detach`")
     if not is_alive(record):
         return record, ENDED
     if record.get("stop_requested_at"):
         return record, ALREADY_ASKED
     record = {**record, "stop_requested_at": utc_now(), "stop_signal": "SIGTERM"}
-    atomic_write_json(run_dir / PID_FILE, record)
+    atomic_write_json(run_dir / LAUNCH_PID, record)
     try:
         os.killpg(int(record["pgid"]), signal.SIGTERM)
     except ProcessLookupError:
@@ -249,7 +258,7 @@ def _rendered_config(run_dir: Path) -> tuple[int | None, Path]:
     import yaml
 
     try:
-        config = yaml.safe_load((run_dir / "grpo_config.yaml").read_text(encoding="utf-8"))
+        config = yaml.safe_load((run_dir / GRPO_CONFIG).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         config = None
     config = config if isinstance(config, dict) else {}
@@ -324,29 +333,29 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 
 
 def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, live: list[int],
-           ckpt: Path | None) -> tuple[str, dict[str, Any]]:
+           ckpt: Path | None) -> tuple[RunState, dict[str, Any]]:
     """The state and the facts that decided it (pid, exit record)."""
     facts: dict[str, Any] = {"pid": None, "exit": None}
     if record is not None:
         facts["pid"] = int(record["pid"])
         if is_alive(record):
-            return RUNNING, facts
+            return RunState.RUNNING, facts
         facts["exit"] = read_exit(run_dir, record)
     if live:
         facts["pid"] = live[0]
-        return RUNNING, facts
+        return RunState.RUNNING, facts
     if record is not None:
         if facts["exit"] is not None and facts["exit"].get("exit_code") == 0:
-            return FINISHED, facts
-        return (STOPPED if record.get("stop_requested_at") else FAILED), facts
+            return RunState.FINISHED, facts
+        return (RunState.STOPPED if record.get("stop_requested_at") else RunState.FAILED), facts
     # Launched in the foreground (or by hand) and no longer running: the metrics tell how it ended.
     if traj is None:
-        return NOT_STARTED, facts
+        return RunState.NOT_STARTED, facts
     if traj.ended:
-        return FINISHED, facts
+        return RunState.FINISHED, facts
     if ckpt is not None and int(ckpt.name.rsplit("-", 1)[1]) >= traj.last_step:
-        return STOPPED, facts  # a signalled run checkpoints at the step it stops on
-    return FAILED, facts
+        return RunState.STOPPED, facts  # a signalled run checkpoints at the step it stops on
+    return RunState.FAILED, facts
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:
@@ -369,11 +378,11 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     progress: dict[str, Any] = {"step": 0, "reward": None, "elapsed_s": None, "eta_s": None}
     if traj is not None:
         progress = _progress(traj, max_steps)
-    if state == FINISHED:
+    if state == RunState.FINISHED:
         progress["eta_s"] = 0.0
-    elif state != RUNNING:
+    elif state != RunState.RUNNING:
         progress["eta_s"] = None
-    log = run_dir / LOG_FILE
+    log = run_dir / LAUNCH_LOG
     ended = facts["exit"] or {}
     out: dict[str, Any] = {
         "state": state,
@@ -388,21 +397,21 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         "exit_code": ended.get("exit_code"),
         "signal": ended.get("signal"),
         "checkpoint": str(ckpt) if ckpt is not None else None,
-        "log_tail": log_tail(log) if state == FAILED else [],
+        "log_tail": log_tail(log) if state == RunState.FAILED else [],
         "next": _next_commands(run_dir, state, ckpt is not None),
     }
     return out
 
 
-def _next_commands(run_dir: Path, state: str, has_checkpoint: bool) -> list[str]:
+def _next_commands(run_dir: Path, state: RunState, has_checkpoint: bool) -> list[str]:
     q = shlex.quote(str(run_dir))
-    if state == RUNNING:
+    if state == RunState.RUNNING:
         return [f"finetune diagnose {q} --follow --timeout 240", f"finetune status {q}", f"finetune stop {q}"]
-    if state == NOT_STARTED:
+    if state == RunState.NOT_STARTED:
         return [f"finetune launch {q} --detach"]
-    if state in (STOPPED, FAILED) and has_checkpoint:
+    if state in (RunState.STOPPED, RunState.FAILED) and has_checkpoint:
         return [f"finetune launch {q} --detach --resume"]
-    if state == FINISHED:
+    if state == RunState.FINISHED:
         return [f"finetune diagnose {q}"]
     return [f"finetune launch {q} --detach"]
 
@@ -443,7 +452,7 @@ def supervise(run_dir: Path, command: list[str]) -> int:
         "signals_received": received,
         "ended_at": utc_now(),
     }
-    atomic_write_json(Path(run_dir) / EXIT_FILE, ended)
+    atomic_write_json(Path(run_dir) / LAUNCH_EXIT, ended)
     how = f"exit code {code}" if code >= 0 else f"signal {ended['signal']}"
     print(f"\n=== {ended['ended_at']} the detached run ended ({how})", flush=True)
     return 0 if code == 0 else 1

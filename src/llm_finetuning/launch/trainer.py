@@ -37,7 +37,15 @@ from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, Problem, Unusabl
 from llm_finetuning.fileio import atomic_write_text, compiled_from_source, replace_folder
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.trl_private import last_generation_batch, presize_static_cache
-from llm_finetuning.rundir import COMPLETIONS, END_EVENT, EVAL_JSONL, FINAL_MODEL, METRICS
+from llm_finetuning.rundir import (
+    COMPLETIONS,
+    END_EVENT,
+    EVAL_JSONL,
+    FINAL_MODEL,
+    GRPO_CONFIG,
+    METRICS,
+    REWARDS_ENTRY,
+)
 from llm_finetuning.rundir.checkpoints import (
     commit_checkpoint,
     last_complete_checkpoint,
@@ -98,7 +106,7 @@ def process_state_for_training(run_dir: Path, brief_folder: Path) -> Iterator[_S
     threads, frozen = torch.get_num_threads(), gc.get_freeze_count()
     set_aside = {}
     cached = sys.modules.get(REWARDS_MODULE)
-    if cached is not None and Path(getattr(cached, "__file__", None) or "").resolve() != run_dir / "rewards_entry.py":
+    if cached is not None and Path(getattr(cached, "__file__", None) or "").resolve() != run_dir / REWARDS_ENTRY:
         set_aside[REWARDS_MODULE] = sys.modules.pop(REWARDS_MODULE)
     try:
         os.chdir(run_dir)
@@ -429,7 +437,7 @@ def _parse_grpo_config(extra_args: list[str] | None) -> tuple[Any, Any, Any, Any
     (script_args, training_args, model_args, dataset_args)."""
     from trl.scripts.grpo import make_parser
 
-    argv = ["--config", "grpo_config.yaml", *(extra_args or [])]
+    argv = ["--config", GRPO_CONFIG, *(extra_args or [])]
     script_args, training_args, model_args, dataset_args, _rest = make_parser().parse_args_and_config(
         argv, return_remaining_strings=True)
     return script_args, training_args, model_args, dataset_args

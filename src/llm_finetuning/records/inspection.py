@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from llm_finetuning import locations
 from llm_finetuning.brief import Brief
 from llm_finetuning.brief.episode import environment_reward_name
-from llm_finetuning.errors import WARNING, Problem, UnusableInput
+from llm_finetuning.errors import Problem, Severity, UnusableInput
 from llm_finetuning.fileio import (
     atomic_write_bytes,
     atomic_write_json,
@@ -460,7 +460,7 @@ def _signature_problems(record: dict[str, Any], path: Path, brief: Brief,
                             f"and {holders} trust reviewer keys, so only a signed review counts", redo)], None
         return [Problem("unsigned", "seal", "sealed with a sha256 only (by a `finetune review` older than signing): "
                         "anyone can recompute it; this passes until a trusted-keys file lists a key",
-                        f"for a signed review, {redo}", WARNING)], None
+                        f"for a signed review, {redo}", Severity.WARNING)], None
     fault = signing.signature_fault(block, FORMAT, str(record["seal"].get("sha256")))
     if fault:
         return [Problem("tampered", "seal", fault, f"{redo}; never edit a sealed record")], None

@@ -29,7 +29,14 @@ from llm_finetuning.render.plan import (
     RunPlan,
     build_plan,
 )
-from llm_finetuning.rundir import MANIFEST
+from llm_finetuning.rundir import (
+    ACCELERATE_CONFIG,
+    GRPO_CONFIG,
+    LAUNCH_SCRIPT,
+    MANIFEST,
+    REWARDS_ENTRY,
+    SBATCH_SCRIPT,
+)
 from llm_finetuning.rundir.manifest import load_manifest, read_manifest, write_manifest
 
 if TYPE_CHECKING:
@@ -103,15 +110,15 @@ def render_files(plan: RunPlan) -> dict[str, str]:
         "serve_args": _serve_args(plan),
         "specs_json": json.dumps(plan.reward_specs, sort_keys=True, ensure_ascii=False),
     }
-    names = ["grpo_config.yaml", "accelerate.yaml", "launch.sh", "rewards_entry.py"]
+    names = [GRPO_CONFIG, ACCELERATE_CONFIG, LAUNCH_SCRIPT, REWARDS_ENTRY]
     if plan.topology.nodes > 1:
-        names.append("sbatch.sh")
+        names.append(SBATCH_SCRIPT)
     out = {}
     for name in names:
         text = env.get_template(f"{name}.j2").render(**context)
         out[name] = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
     # The file TRL will read must load back to exactly the plan's values.
-    if yaml.safe_load(out["grpo_config.yaml"]) != plan.config():
+    if yaml.safe_load(out[GRPO_CONFIG]) != plan.config():
         raise AssertionError("grpo_config.yaml does not load back to the planned values")
     return out
 

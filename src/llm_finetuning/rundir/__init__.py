@@ -12,7 +12,11 @@ through this package, and the gate reads a `grpo.deviation` run's diagnosis thro
   `eval.json`: `finetune eval`'s latest result;
 - `diagnosis.json`: `finetune diagnose`'s record (its format and its verification: `records.diagnosis`);
 - `checkpoints/checkpoint-<step>/`: the saves, each counted once its COMPLETE marker exists (`rundir.checkpoints`);
-- `model/`: the final weights or LoRA adapter, with the tokenizer.
+- `model/`: the final weights or LoRA adapter, with the tokenizer;
+- `launch.pid`, `launch.log`, `launch.exit.json`: a `finetune launch --detach`'s pid record, its output and how it
+  ended (their formats: `launch.detach`).
+
+The names are spelled here only (a test in tests/structure holds every other module to these constants).
 
 Pure: json and the file helpers.
 """
@@ -26,7 +30,13 @@ from typing import Any
 from llm_finetuning.fileio import atomic_write_text, read_json_or_none
 
 MANIFEST = "manifest.json"
+# What `finetune render` writes (SBATCH_SCRIPT for a run over several nodes only).
 GRPO_CONFIG = "grpo_config.yaml"
+ACCELERATE_CONFIG = "accelerate.yaml"
+LAUNCH_SCRIPT = "launch.sh"
+REWARDS_ENTRY = "rewards_entry.py"
+SBATCH_SCRIPT = "sbatch.sh"
+# What training and the verbs after it write.
 METRICS = "metrics.jsonl"
 COMPLETIONS = "completions.jsonl"
 EVAL_JSONL = "eval.jsonl"
@@ -36,6 +46,10 @@ CHECKPOINTS = "checkpoints"
 FINAL_MODEL = "model"
 TRAINER_STATE = "trainer_state.json"  # what TRL's Trainer writes into each checkpoint
 END_EVENT = "end"  # metrics.jsonl's last row once training reached max_steps
+# What `finetune launch --detach` writes: the supervisor's pid record, the launches' output, how the run ended.
+LAUNCH_PID = "launch.pid"
+LAUNCH_LOG = "launch.log"
+LAUNCH_EXIT = "launch.exit.json"
 
 
 def metrics_rows(run_dir: Path) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from llm_finetuning.brief.episode import EpisodeSpec
-from llm_finetuning.errors import WARNING, Problem, UnusableInput
+from llm_finetuning.errors import Problem, Severity, UnusableInput
 
 
 def probe(brief_path: Path) -> list[Problem]:
@@ -34,7 +34,7 @@ def probe(brief_path: Path) -> list[Problem]:
     except UnusableInput as exc:
         return problems + [Problem("chat_template_unchecked", "episode.chat_template",
                                    f"the model's tokenizer could not be loaded to check its chat template: "
-                                   f"{exc.message}", exc.fix or "load the model once, then check again", WARNING)]
+                                   f"{exc.message}", exc.fix or "load the model once, then check again", Severity.WARNING)]
     return problems + template_problems(tokenizer, spec, brief.folder)
 
 

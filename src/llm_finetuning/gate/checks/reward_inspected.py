@@ -10,7 +10,7 @@ older than the timings, so how long each sample was read is unknown).
 from __future__ import annotations
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.errors import ERROR
+from llm_finetuning.errors import Severity
 from llm_finetuning.fileio import shown
 from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
@@ -37,7 +37,7 @@ def _timing_results(brief: Brief, timing: ReviewTiming) -> list[CheckResult]:
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    errors = [p for p in ctx.inspection_problems if p.severity == ERROR]
+    errors = [p for p in ctx.inspection_problems if p.severity == Severity.ERROR]
     if errors:
         return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix) for p in errors]
     rec = ctx.inspection
