@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,13 @@ def _node(path: tuple[str, ...]) -> dict[str, Any]:
     return node
 
 
+def _literal_values(hint: Any) -> set[Any]:
+    """The values of the Literal in a field's type (`Variant`, `Symptom | None`), empty for other types."""
+    if typing.get_origin(hint) is typing.Literal:
+        return set(typing.get_args(hint))
+    return {v for arg in typing.get_args(hint) for v in _literal_values(arg)}
+
+
 def _fields(cls: type) -> set[str]:
     return {f.name for f in dataclasses.fields(cls)}
 
@@ -62,6 +70,18 @@ def _loaded(path: Path) -> Brief:
 @pytest.mark.parametrize("path", list(SECTIONS), ids=".".join)
 def test_each_section_has_the_schema_s_fields(path: tuple[str, ...]) -> None:
     assert _fields(SECTIONS[path]) - COMPUTED == set(_node(path)["properties"])
+
+
+@pytest.mark.parametrize("path", list(SECTIONS), ids=".".join)
+def test_each_enum_field_takes_the_schema_s_values(path: tuple[str, ...]) -> None:
+    props = _node(path)["properties"]
+    for name, hint in typing.get_type_hints(SECTIONS[path]).items():
+        enum = props.get(name, {}).get("enum")
+        where = f"{'.'.join(path)}.{name}"
+        if enum is not None:
+            assert _literal_values(hint) == {v for v in enum if v is not None}, where
+        else:
+            assert not _literal_values(hint), f"{where} is a Literal but the schema gives it no enum"
 
 
 def test_the_brief_has_an_attribute_for_every_top_level_field() -> None:

@@ -12,9 +12,20 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from llm_finetuning import reward_registry as registry
+
+# The schema's enums (a test holds each to its `enum`)
+Modality = Literal["text", "vision"]
+Architecture = Literal["auto", "dense", "moe"]
+Dtype = Literal["bfloat16", "float16", "float32"]
+Adapter = Literal["full", "lora", "qlora"]
+Variant = Literal["grpo", "dapo", "dr_grpo", "gspo"]
+Symptom = Literal["entropy_collapse", "length_reward_correlation", "moe"]
+LrScheduler = Literal["constant", "cosine", "linear"]
+Generation = Literal["vllm-colocate", "vllm-server", "transformers"]
+
 
 
 class FrozenMapping(Mapping[str, Any]):
@@ -49,7 +60,7 @@ class TaskSpec:
     """`task`: what the model should learn."""
 
     summary: str
-    modality: str = "text"
+    modality: Modality = "text"
 
     @classmethod
     def of(cls, section: dict[str, Any]) -> TaskSpec:
@@ -79,9 +90,9 @@ class ModelSpec:
     id: str
     revision: str | None = None
     gguf_file: str | None = None
-    architecture: str = "auto"
-    dtype: str = "bfloat16"
-    adapter: str = "full"
+    architecture: Architecture = "auto"
+    dtype: Dtype = "bfloat16"
+    adapter: Adapter = "full"
     lora: LoraSpec = field(default_factory=LoraSpec)
 
     @classmethod
@@ -137,11 +148,11 @@ def reward_specs(entries: list[dict[str, Any]]) -> tuple[RewardSpec, ...]:
 class GrpoSpec:
     """`grpo`: the GRPO settings. `overrides` are further GRPOConfig kwargs, merged last by the renderer."""
 
-    variant: str
-    symptom: str | None
+    variant: Variant
+    symptom: Symptom | None
     num_generations: int
     learning_rate: float
-    lr_scheduler: str
+    lr_scheduler: LrScheduler
     warmup_ratio: float
     beta: float
     per_device_train_batch_size: int
@@ -169,7 +180,7 @@ class HardwareSpec:
     gpus: int
     nodes: int
     gpu_memory_gib: float
-    generation: str
+    generation: Generation
     vllm_server_gpus: int
     vllm_gpu_memory_utilization: float | None
     compiled_generation: bool

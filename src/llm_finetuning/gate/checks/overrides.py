@@ -43,7 +43,8 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     variant = brief.grpo.variant
     decided = VARIANT_DECIDES[variant]
     results = []
-    stated_beta = brief.grpo.beta if brief.states("grpo.beta") else None  # the variant's own beta 0 is no mistake
+    # only a beta the file writes contradicts the variant: the schema's default is replaced by the variant's 0
+    stated_beta = brief.grpo.beta if brief.states("grpo.beta") else None
     if "beta" in decided and stated_beta is not None and stated_beta > 0:
         results.append(CheckResult(ID, FAIL, "grpo.beta", f"found {stated_beta:g}; {variant} trains without the KL term",
                                    "set `grpo.beta: 0` (or remove it: the variant sets beta 0)"))
