@@ -27,7 +27,6 @@ LrScheduler = Literal["constant", "cosine", "linear"]
 Generation = Literal["vllm-colocate", "vllm-server", "transformers"]
 
 
-
 class FrozenMapping(Mapping[str, Any]):
     """A read-only copy of a free-form object of the brief. Unlike `types.MappingProxyType` it pickles and
     deep-copies, so a Brief does too; it equals a dict with the same items."""
