@@ -99,22 +99,21 @@ def synthetic_records(brief_path: Path, writer: str, completion: Any = person_co
     from llm_finetuning.brief import load_brief
     from llm_finetuning.models import model_identity
     from llm_finetuning.records import baseline, inspection
-    from llm_finetuning.records.bindings import reward_names
 
     brief, errors = load_brief(brief_path)
     assert brief is not None, errors
-    identity = model_identity(brief.data["model"], brief.folder)
-    names = reward_names(brief.data["rewards"])
+    identity = model_identity(brief.model, brief.folder)
+    names = brief.reward_names
     rows = [json.loads(line) for line in (brief.folder / "data" / "train.jsonl").read_text().splitlines()]
     samples = [{**r, "completion": completion(r), "rewards": dict.fromkeys(names, 1.0)}
                for r in (rows[i % len(rows)] for i in range(64))]  # a review needs 50-100 samples
-    ipath = brief.resolve(brief.data["records"]["inspection"])
+    ipath = brief.resolve(brief.records.inspection)
     record = inspection.create_inspection(brief, samples, ipath, identity)
     for s in record["samples"]:
         inspection.set_verdict(record, s["id"], "agree", "synthetic benchmark record")
     inspection.save_progress(ipath, record)
     seal_synthetic(ipath, f"{writer} (synthetic; not a human review)")
-    bpath = brief.resolve(brief.data["records"]["baseline"])
+    bpath = brief.resolve(brief.records.baseline)
     baseline.write_baseline(bpath, baseline.make_baseline(
         brief, model_identity=identity, prompts={"source": "data/train.jsonl", "count": 16, "indices": list(range(16))},
         k=8, pass_at_1=0.2, pass_at_k=0.5, mean_reward=dict.fromkeys(names, 0.2), frac_groups_all_tie=0.3,

@@ -65,14 +65,14 @@ def prepared_brief(folder: Path) -> Path:
     rows = [json.loads(line) for line in (folder / "data" / "train.jsonl").read_text().splitlines()[:64]]
     samples = [{"prompt": r["prompt"], "completion": f"The answer is {r['answer']}.", "answer": r["answer"],
                 "rewards": {"exact_match": 1.0}} for r in rows]
-    record = brief.resolve(brief.data["records"]["inspection"])
-    identity = model_identity(brief.section("model"), brief.folder)
+    record = brief.resolve(brief.records.inspection)
+    identity = model_identity(brief.model, brief.folder)
     rec = inspection.create_inspection(brief, samples, record, identity)
     for s in rec["samples"]:
         inspection.set_verdict(rec, s["id"], "agree")
     inspection.save_progress(record, rec)
     seal_synthetic(record, "bench")
-    baseline.write_baseline(brief.resolve(brief.data["records"]["baseline"]), baseline.make_baseline(
+    baseline.write_baseline(brief.resolve(brief.records.baseline), baseline.make_baseline(
         brief, model_identity=identity, prompts={"source": "data/eval.jsonl", "count": 64}, k=8, pass_at_1=0.4,
         pass_at_k=0.9, mean_reward={"exact_match": 0.4}, frac_groups_all_tie=0.3, frac_truncated=0.0))
     return folder / "brief.yaml"

@@ -115,7 +115,7 @@ def main() -> None:
 
     import torch
 
-    from llm_finetuning.models import resolve_model
+    from llm_finetuning.models import ModelName, resolve_model
 
     started = time.monotonic()
     save(args.out, "machine", {"gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
@@ -125,7 +125,7 @@ def main() -> None:
                                 "schedule": "constant", "batch": "G=8, 8 x 4", "max_completion_length": 128,
                                 "temperature": 0.7, "seed": 3407, "held_out": f"{args.eval_prompts} x {args.k}"})
     prepare(args.work, args.baseline_prompts)
-    model_dir = resolve_model({"id": "embedded:smollm2-135m-instruct"}).path
+    model_dir = resolve_model(ModelName("embedded:smollm2-135m-instruct")).path
     with GpuMemoryPoller() as mem, ThreadPoolExecutor(max_workers=2) as pool:
         pipeline = pool.submit(train, TASK, args.work, "pipeline", LEARNING_RATE, "constant", "evidence/recipe-h200",
                                STEPS, args.out)

@@ -29,7 +29,6 @@ bench/results/schedule-h200.json and schedule-h200.png.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import math
 import os
@@ -40,7 +39,6 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -178,16 +176,16 @@ def pass_at_1(brief_path: Path, model_dir: Path | None, temperature: float, n_pr
 
     brief, errors = load_brief(brief_path)
     assert brief is not None, errors
-    data = copy.deepcopy(brief.data)
+    data = brief.as_mapping()
     data["grpo"]["temperature"] = temperature
     if model_dir is not None:
         data["model"] = {**data["model"], "id": str(model_dir), "gguf_file": None, "revision": None}
-    brief = replace(brief, data=data)
+    brief = brief.replaced(data)
     run = sample_brief(brief, n_prompts=n_prompts, k=k, split="eval", backend="transformers",
                        desc=f"eval {model_dir or 'base'} T={temperature}")
     score_run(brief, run)
     names = list(run.prompts[0].scores[0]["rewards"])
-    verifiers = verifier_names(brief.data["rewards"], names)
+    verifiers = [n for n in verifier_names(brief.rewards) if n in names]
     per_prompt = [sum(is_success(s["rewards"], verifiers) for s in p.scores) / len(p.scores) for p in run.prompts]
     mean = statistics.fmean(per_prompt)
     half = 1.96 * statistics.stdev(per_prompt) / math.sqrt(len(per_prompt)) if len(per_prompt) > 1 else 0.0

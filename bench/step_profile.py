@@ -370,7 +370,7 @@ def trl_defaults(brief: Path, run_dir: Path) -> dict[str, Any]:
 
     loaded, _ = load_brief(brief)
     assert loaded is not None
-    model = str(resolve_model(loaded.data["model"], loaded.folder).path)
+    model = str(resolve_model(loaded.model, loaded.folder).path)
     env = {**os.environ, "PYTHONPATH": f"{run_dir}:{os.environ.get('PYTHONPATH', '')}"}
     code, wall, stamps = timed_run([sys.executable, "-m", "trl.cli.main", "grpo", "--config", "grpo_config.yaml",
                                     "--model_name_or_path", model], run_dir, env, run_dir / "trl.log")

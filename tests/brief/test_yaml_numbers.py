@@ -79,9 +79,9 @@ def test_every_numeric_field_takes_the_exponent_form(tmp_path: Path, field: tupl
     brief, errors = load_brief(_brief_with(tmp_path, field, _exponent_form(sub)))
     assert errors == []
     assert brief is not None
-    value: Any = brief.data
+    value: Any = brief
     for part in field:
-        value = value[part]
+        value = getattr(value, part)
     assert value == sub["default"]
     assert type(value) is (int if sub.get("type") == "integer" else float)  # 8e0 is a whole 8 where TRL wants an int
 
@@ -105,6 +105,6 @@ def test_reward_weights_and_args_take_the_exponent_form(tmp_path: Path) -> None:
                                                "{fn: length_penalty, weight: 5e-1, args: {max_length: 6.4e1}}]")
     brief, errors = load_brief(path)
     assert errors == [] and brief is not None
-    assert brief.data["rewards"][1]["weight"] == 0.5
-    assert brief.data["rewards"][1]["args"]["max_length"] == 64
-    assert type(brief.data["rewards"][1]["args"]["max_length"]) is int
+    assert brief.rewards[1].weight == 0.5
+    assert brief.rewards[1].args["max_length"] == 64
+    assert type(brief.rewards[1].args["max_length"]) is int

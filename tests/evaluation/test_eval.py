@@ -164,7 +164,7 @@ def test_better_beyond_noise_exits_0(full_run: tuple[Path, Path], tmp_path: Path
     brief, errors = load_brief(brief_path)
     assert brief is not None, errors
     baseline.write_baseline(brief.resolve("records/baseline.json"), baseline.make_baseline(
-        brief, model_identity=model_identity(brief.data["model"], brief.folder),
+        brief, model_identity=model_identity(brief.model, brief.folder),
         prompts={"split": "train", "source": "data/train.jsonl", "count": 8, "indices": list(range(8))},
         k=2, pass_at_1=0.0, pass_at_k=0.0, mean_reward={"my_reward:nonempty": 0.0}, frac_groups_all_tie=1.0,
         frac_truncated=1.0, per_prompt=[0] * 8, sampling={**baseline.brief_sampling_settings(brief), "seed": 3407},

@@ -19,12 +19,11 @@ def test_every_tool_yields_a_schema_and_rejects_bad_arguments() -> None:
     from transformers.utils.chat_template_utils import get_json_schema
 
     from llm_finetuning.brief import load_brief
-    from llm_finetuning.brief.episode import EpisodeSpec
     from llm_finetuning.sampling.episode import tool_schema_problems
 
     brief, errors = load_brief(EXAMPLE / "brief.yaml")
     assert brief is not None, errors
-    spec = EpisodeSpec.of(brief.data)
+    spec = brief.episode
     assert spec is not None and tool_schema_problems(spec, brief.folder) == []
     spec_ = importlib.util.spec_from_file_location("calculator_tools", EXAMPLE / "tools.py")
     assert spec_ is not None and spec_.loader is not None

@@ -44,7 +44,7 @@ def test_a_grpo_step_with_a_tool_masks_the_tool_result_out_of_the_loss(tmp_path:
     brief_path.write_text(yaml.safe_dump(data, sort_keys=False))
     brief, errors = load_brief(brief_path)
     assert not errors, errors
-    tokenizer = _load_tokenizer(resolve_model(brief.section("model"), brief.folder))
+    tokenizer = _load_tokenizer(resolve_model(brief.model, brief.folder))
     assert isinstance(tokenizer, PreTrainedTokenizerFast)
     kwargs = _episode_kwargs(brief, tokenizer)
     assert [t.__name__ for t in kwargs["tools"]] == ["multiply", "add"] and kwargs["environment_factory"] is None

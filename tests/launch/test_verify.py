@@ -136,7 +136,7 @@ def test_render_takes_vllm_and_distribution_advice_from_the_memory_estimate(tmp_
 
     brief = make_brief(tmp_path / "b", model, gpus=1, generation="vllm-colocate")
     loaded, _ = load_brief(brief)
-    recommend = estimate_brief(loaded.data, loaded.folder).recommend
+    recommend = estimate_brief(loaded).recommend
     assert finetune("render", str(brief), "-o", str(tmp_path / "run")).returncode == 0
     text = (tmp_path / "run" / "grpo_config.yaml").read_text()
     cfg = yaml.safe_load(text)

@@ -30,5 +30,7 @@ def test_an_episode_counts_one_more_turn_of_cache_and_says_so() -> None:
 def test_the_brief_s_turn_limit_reaches_the_estimate() -> None:
     brief, errors = load_brief(EXAMPLES / "calculator-tools/brief.yaml")
     assert brief is not None, errors
-    assert settings_from_brief(brief.data).episode_turns == 2
-    assert settings_from_brief({"grpo": {}}).episode_turns == 0
+    assert settings_from_brief(brief).episode_turns == 2
+    plain, errors = load_brief(EXAMPLES / "math-exact/brief.yaml")
+    assert plain is not None, errors
+    assert settings_from_brief(plain).episode_turns == 0

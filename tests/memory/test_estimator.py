@@ -90,7 +90,7 @@ def test_estimate_brief_on_the_examples() -> None:
     for name in ("math-exact", "json-person"):
         brief, errors = load_brief(EXAMPLES / name / "brief.yaml")
         assert brief is not None and not errors
-        est = estimate_brief(brief.data, brief.folder)
+        est = estimate_brief(brief)
         data = est.to_json()
         assert {"total_gib", "fits", "components", "gpu_memory_gib", "recommend", "advice"} <= set(data)
         assert abs(sum(data["components"].values()) - data["total_gib"]) < 0.05

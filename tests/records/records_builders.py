@@ -63,9 +63,7 @@ def loaded(path: Path) -> Any:
 
 def make_samples(brief: Any, n: int = 64) -> list[dict[str, Any]]:
     """n scored samples, one value per reward of the brief, as `finetune inspect` would write them."""
-    from llm_finetuning.reward_registry import reward_names
-
-    names = reward_names(brief.data["rewards"])
+    names = brief.reward_names
     out = []
     for i in range(n):
         a, b = i % 10, (i * 7) % 10
@@ -80,7 +78,7 @@ def identity(brief: Any) -> str:
     """The model identity the sampling verbs bind (`models.model_identity`)."""
     from llm_finetuning.models import model_identity
 
-    return model_identity(brief.section("model"), brief.folder)
+    return model_identity(brief.model, brief.folder)
 
 
 def build_inspection(brief: Any, *, n: int = 64, verdicts: dict[int, str] | None = None, seal: bool = True,
@@ -89,7 +87,7 @@ def build_inspection(brief: Any, *, n: int = 64, verdicts: dict[int, str] | None
 
     `seconds`: the time spent on each sample (one figure for all, or one per sample); None: untimed, as
     a record sealed before `finetune review` kept timings."""
-    path = brief.resolve(brief.data["records"]["inspection"])
+    path = brief.resolve(brief.records.inspection)
     record = inspection.create_inspection(brief, make_samples(brief, n), path, identity(brief))
     verdicts = verdicts or {}
     for i, s in enumerate(record["samples"]):
@@ -109,9 +107,7 @@ def build_baseline(brief: Any, *, pass_at_k: float = 0.5, pass_at_1: float = 0.2
     the brief's sampling settings, as `finetune baseline` records them; without them, as older records.
     `sampling`: recorded settings that replace the brief's (an evaluation setting's temperature, greedy ...);
     `verdict`: the learning-signal verdict `finetune baseline` writes beside the figures."""
-    from llm_finetuning.reward_registry import reward_names
-
-    path = brief.resolve(brief.data["records"]["baseline"])
+    path = brief.resolve(brief.records.baseline)
     extra: dict[str, Any] = {}
     k = baseline.brief_sampling_settings(brief)["k"] if settings else 8
     if settings:
@@ -123,7 +119,7 @@ def build_baseline(brief: Any, *, pass_at_k: float = 0.5, pass_at_1: float = 0.2
     record = baseline.make_baseline(
         brief, model_identity=identity(brief), prompts={"source": "data/train.jsonl", "count": 16, "indices": list(range(16))},
         k=k, pass_at_1=pass_at_1, pass_at_k=pass_at_k,
-        mean_reward={name: pass_at_1 for name in reward_names(brief.data["rewards"])},
+        mean_reward={name: pass_at_1 for name in brief.reward_names},
         frac_groups_all_tie=tie, frac_truncated=truncated, **extra)
     baseline.write_baseline(path, record)
     return path

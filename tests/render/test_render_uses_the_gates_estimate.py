@@ -23,9 +23,9 @@ def test_render_estimates_memory_once(tmp_path: Path, monkeypatch: pytest.Monkey
     estimate_brief = llm_finetuning.memory.estimate_brief
     calls: list[Path] = []
 
-    def counted(data: dict[str, Any], folder: Path) -> Any:
-        calls.append(folder)
-        return estimate_brief(data, folder)
+    def counted(loaded: Any) -> Any:
+        calls.append(loaded.folder)
+        return estimate_brief(loaded)
 
     monkeypatch.setattr(llm_finetuning.memory, "estimate_brief", counted)
     monkeypatch.chdir(brief.parent)
@@ -34,6 +34,6 @@ def test_render_estimates_memory_once(tmp_path: Path, monkeypatch: pytest.Monkey
     assert len(calls) == 1, f"the brief was estimated {len(calls)} times"
     loaded, _ = load_brief(brief)
     assert loaded is not None
-    share = (estimate_brief(loaded.data, loaded.folder).recommend or {}).get("vllm_gpu_memory_utilization")
+    share = (estimate_brief(loaded).recommend or {}).get("vllm_gpu_memory_utilization")
     rendered = (brief.parent / "runs/r1/grpo_config.yaml").read_text()
     assert share is not None and f"vllm_gpu_memory_utilization: {share}  # the memory estimate's advice" in rendered

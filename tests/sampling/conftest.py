@@ -76,5 +76,5 @@ def make_inspection(brief_path: Path, n: int = 50, explain: bool = False) -> Pat
                 **({"explanations": s["explanations"]} if explain else {})}
                for i, (r, s) in enumerate(zip(scored_rows, scores, strict=True))]
     record = brief.resolve("records/inspection.json")
-    create_inspection(brief, samples, record, model_identity(brief.section("model"), brief.folder))
+    create_inspection(brief, samples, record, model_identity(brief.model, brief.folder))
     return record

@@ -48,6 +48,6 @@ def test_embedded_baseline_inspect_review_verify(tmp_path: Path) -> None:
     assert drive.wait() == 0
 
     brief = load(brief_path)
-    identity = model_identity(brief.section("model"), brief.folder)
+    identity = model_identity(brief.model, brief.folder)
     assert verify_baseline(brief, brief.resolve("records/baseline.json"), identity)[1] == []
     assert verify_inspection(brief, Path(out["record"]), identity)[1] == []

@@ -41,7 +41,7 @@ def make_record(brief_path: Path, n: int = 50) -> Path:
                 "explanations": s["explanations"], "reference": {"answer": r["answer"]}}
                for i, (r, e, s) in enumerate(zip(rows, episodes, scores, strict=True))]
     record = brief.resolve("records/inspection.json")
-    create_inspection(brief, samples, record, model_identity(brief.section("model"), brief.folder))
+    create_inspection(brief, samples, record, model_identity(brief.model, brief.folder))
     return record
 
 
@@ -87,6 +87,6 @@ def test_editing_a_tool_makes_the_record_stale_naming_the_file(tmp_path: Path) -
     assert set(stored["code"]) == {"tools.py", "chat_template.jinja"}
     tools = brief.folder / "tools.py"
     tools.write_text(tools.read_text() + "\n# edited\n")
-    problems = [p for p in verify_inspection(brief, record, model_identity(brief.section("model"), brief.folder))[1]
+    problems = [p for p in verify_inspection(brief, record, model_identity(brief.model, brief.folder))[1]
                 if p.path == "episode"]
     assert [p.message for p in problems] == ["the episode's tools changed since the record: tools.py changed"]

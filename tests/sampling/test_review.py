@@ -20,7 +20,7 @@ def _verify(brief_path: Path, record: Path) -> list:
     from llm_finetuning.records.inspection import verify_inspection
 
     brief = load(brief_path)
-    return verify_inspection(brief, record, model_identity(brief.section("model"), brief.folder))[1]
+    return verify_inspection(brief, record, model_identity(brief.model, brief.folder))[1]
 
 
 def _review(record: Path, tmp_path: Path, *options: str) -> PtyDriver:

@@ -22,7 +22,7 @@ def _problems(brief_path: Path, record: Path) -> list:
     from llm_finetuning.records.inspection import verify_inspection
 
     brief = load(brief_path)
-    return verify_inspection(brief, record, model_identity(brief.section("model"), brief.folder))[1]
+    return verify_inspection(brief, record, model_identity(brief.model, brief.folder))[1]
 
 
 def test_review_shows_why_each_value_then_seals_and_binds_it(tmp_path: Path) -> None:

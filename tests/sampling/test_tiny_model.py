@@ -81,10 +81,10 @@ def test_baseline_record_verifies(tiny_person_brief: Path) -> None:
     assert "SFT first" in " ".join(out["verdict"]["advice"])
     assert "Baseline" in result.stderr and "prompts 4/4" in result.stderr  # the progress bar
     brief = load(tiny_person_brief)
-    assert verify_baseline(brief, Path(out["path"]), model_identity(brief.section("model"), brief.folder))[1] == []
+    assert verify_baseline(brief, Path(out["path"]), model_identity(brief.model, brief.folder))[1] == []
     sampling = out["sampling"]  # the settings the figures were measured under
     assert (sampling["max_completion_length"], sampling["temperature"], sampling["top_p"]) == (8, 0.7, 1.0)
-    assert sampling["system_prompt"] == brief.section("data").get("system_prompt")
+    assert sampling["system_prompt"] == brief.data.system_prompt
     assert sampling["chat_template"]["applied"] is True and len(sampling["chat_template"]["sha256"]) == 64
     assert len(out["per_prompt"]) == 4 and all(0 <= s <= 2 for s in out["per_prompt"])
 

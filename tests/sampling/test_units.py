@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from llm_finetuning.brief.sections import reward_specs
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.sampling.backend import SamplingSettings
 from llm_finetuning.sampling.data import build_messages, load_split, pick_indices
@@ -41,7 +42,9 @@ def test_split_falls_back_to_train_and_picks_are_seeded(tmp_path: Path) -> None:
     _, errors = load_brief(bad)  # `finetune check` reads the first rows: the brief is refused up front
     assert [e.path for e in errors] == ["data.prompt_field", "data.prompt_field"]
     brief = load(copy_example("json-person", tmp_path / "d"))
-    brief.data["data"]["prompt_field"] = "question"  # and the loader itself still refuses it
+    data = brief.as_mapping()
+    data["data"]["prompt_field"] = "question"  # and the loader itself still refuses it
+    brief = brief.replaced(data)
     with pytest.raises(UnusableInput, match="no column 'question'") as exc:
         load_split(brief)
     assert exc.value.path == "data.prompt_field"
@@ -82,9 +85,8 @@ def _c(value: float | None, truncated: bool = False) -> dict:
 
 
 def test_figures_and_success_definition() -> None:
-    specs = [{"fn": "exact_match"}, {"fn": "length_penalty"}]
     names = ["exact_match", "length_penalty"]
-    verifiers = verifier_names(specs, names)
+    verifiers = verifier_names(reward_specs([{"fn": fn, "weight": 1.0, "args": {}} for fn in names]))
     assert verifiers == ["exact_match"]
     assert is_success({"exact_match": 1.0, "length_penalty": -0.5}, verifiers)
     assert not is_success({"exact_match": None}, verifiers)

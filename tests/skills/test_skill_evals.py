@@ -147,12 +147,12 @@ def test_reference_brief_loads_and_keeps_the_recipe(case: dict[str, Any], tmp_pa
     assert not errors, "\n".join(map(str, errors))
     assert brief is not None
     defaults = recipe_defaults()
-    grpo = brief.data["grpo"]
+    grpo = brief.grpo
     for key in ("num_generations", "learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps",
                 "seed"):
-        assert grpo[key] == defaults[key], key
+        assert getattr(grpo, key) == defaults[key], key
     # DAPO and GSPO train without the KL term; every other variant keeps the recipe's beta
-    assert grpo["beta"] == (0 if grpo["variant"] in ("dapo", "gspo") else defaults["beta"])
+    assert grpo.beta == (0 if grpo.variant in ("dapo", "gspo") else defaults["beta"])
 
 
 def test_grader_command_line(tmp_path: Path) -> None:

@@ -59,7 +59,8 @@ LAYERS: dict[str, set[str]] = {
     "reward_registry": set(),
     "records": {
         "brief",  # the loaded Brief its functions take: a record binds the brief's rewards, data and model
-        "reward_registry", "rewards.sources",  # the inspection binds every reward's name and source code
+        "reward_registry",  # the judge's argument defaults, bound by its calibration record
+        "rewards.sources",  # the inspection binds every reward's source code
         "rewards.explain",  # a sample's one-line explanation shown at review
         "rundir",  # diagnosis.json's name in a run directory
     },
@@ -90,7 +91,7 @@ LAYERS: dict[str, set[str]] = {
         "rundir",  # the run's metrics, completions, evaluations, checkpoints and manifest
     },
     "evaluation": {
-        "brief", "records", "rewards", "models",
+        "brief", "records", "models",
         "sampling",  # evaluation samples the trained model with the baseline's settings
         "rundir",  # the run's checkpoints, final model, end step, manifest and evaluation files
     },

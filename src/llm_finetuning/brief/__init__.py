@@ -6,11 +6,26 @@ of every `Problem` with it at once.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief.defaults import apply_defaults, recipe_defaults, schema, whole_numbers
+from llm_finetuning.brief.episode import EpisodeSpec
+from llm_finetuning.brief.sections import (
+    DataSpec,
+    GrpoSpec,
+    HardwareSpec,
+    HeldOutEvalSpec,
+    ModelSpec,
+    ProtectionSpec,
+    RecordsSpec,
+    RewardSpec,
+    TaskSpec,
+    TrackingSpec,
+    reward_specs,
+)
 from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import sha256_bytes
 
@@ -19,35 +34,91 @@ RECIPE_BETA = 0.01
 MIN_NUM_GENERATIONS = 8
 
 
-@dataclass
+@dataclass(frozen=True)
 class Brief:
-    """A loaded brief with defaults applied. `data` is the plain mapping; paths resolve against `folder`."""
+    """A loaded, valid brief with defaults applied, its sections typed (`brief.grpo.learning_rate`,
+    `brief.rewards[0].fn`); relative paths resolve against `folder`. Build one with `Brief.of`."""
 
     path: Path
-    data: dict[str, Any]
-    raw: dict[str, Any]
     sha256: str
+    name: str
+    task: TaskSpec
+    model: ModelSpec
+    data: DataSpec
+    rewards: tuple[RewardSpec, ...]
+    grpo: GrpoSpec
+    hardware: HardwareSpec
+    records: RecordsSpec
+    protection: ProtectionSpec
+    held_out_eval: HeldOutEvalSpec
+    tracking: TrackingSpec
+    episode: EpisodeSpec | None
+    output_dir_setting: str | None
     text: str = field(repr=False, default="")
+    _defaulted: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    _raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def of(cls, path: Path, raw: dict[str, Any], sha256: str, text: str,
+           defaulted: dict[str, Any] | None = None) -> Brief:
+        """The brief of a validated mapping `raw` (as the YAML file gave it); `defaulted` is
+        `apply_defaults(raw)` when the caller has it already."""
+        d = apply_defaults(raw) if defaulted is None else defaulted
+        return cls(
+            path=path, sha256=sha256, name=str(d["name"]), task=TaskSpec.of(d["task"]), model=ModelSpec.of(d["model"]),
+            data=DataSpec.of(d["data"]), rewards=reward_specs(d["rewards"]), grpo=GrpoSpec.of(d["grpo"]),
+            hardware=HardwareSpec.of(d["hardware"]), records=RecordsSpec.of(d["records"]),
+            protection=ProtectionSpec.of(d["protection"]), held_out_eval=HeldOutEvalSpec.of(d["held_out_eval"]),
+            tracking=TrackingSpec.of(d["tracking"]), episode=EpisodeSpec.of(d), output_dir_setting=d["output_dir"],
+            text=text, _defaulted=copy.deepcopy(d), _raw=copy.deepcopy(raw))
 
     @property
     def folder(self) -> Path:
         return self.path.parent
 
-    @property
-    def name(self) -> str:
-        return str(self.data["name"])
-
     def resolve(self, rel: str) -> Path:
         p = Path(rel).expanduser()
         return p if p.is_absolute() else (self.folder / p)
 
-    def section(self, key: str) -> dict[str, Any]:
-        value = self.data.get(key, {})
-        return value if isinstance(value, dict) else {}
-
     @property
     def output_dir(self) -> Path:
-        return self.resolve(self.data.get("output_dir") or f"runs/{self.name}")
+        return self.resolve(self.output_dir_setting or f"runs/{self.name}")
+
+    @property
+    def reward_names(self) -> list[str]:
+        """The metric name of each reward, in order (`fn`, `fn#2` where a name repeats)."""
+        return [r.name for r in self.rewards]
+
+    @property
+    def has_judge(self) -> bool:
+        """Whether a reward is the LLM judge (which needs its calibration record)."""
+        return any(r.is_judge for r in self.rewards)
+
+    def as_mapping(self, defaulted: bool = True) -> dict[str, Any]:
+        """A copy of the brief as a plain mapping: with the schema's defaults (what the renderer copies into
+        GRPOConfig and the manifest, and records hash), or as the file gave it (`defaulted=False`, what the
+        gate's cache keeps). Read a field through the typed sections instead; this is for whole-mapping uses."""
+        return copy.deepcopy(self._defaulted if defaulted else self._raw)
+
+    def states(self, dotted: str) -> bool:
+        """Whether the brief's file itself sets the field (`hardware.vllm_server_gpus`), not its default."""
+        node: Any = self._raw
+        for key in dotted.split("."):
+            if not isinstance(node, dict) or key not in node:
+                return False
+            node = node[key]
+        return True
+
+    def with_model(self, model_id: str) -> Brief:
+        """The same brief with `model.id` pointed at `model_id` (a local folder: no GGUF file, no revision)."""
+        d = self.as_mapping()
+        d["model"] = {**d["model"], "id": model_id, "gguf_file": None, "revision": None}
+        return self.replaced(d)
+
+    def replaced(self, defaulted: dict[str, Any]) -> Brief:
+        """This brief's file (path, text, sha256) with other defaulted values, unchecked: for a trained model's
+        evaluation (`with_model`), and for tests and benchmarks that vary one field."""
+        return Brief.of(self.path, self._raw, self.sha256, self.text, defaulted=defaulted)
 
 
 def _whole_numbers(raw: dict[str, Any]) -> dict[str, Any]:
@@ -77,9 +148,7 @@ def load_brief(path: str | Path) -> tuple[Brief | None, list[Problem]]:
     errors = check_brief(raw, p.resolve().parent)
     if errors:
         return None, errors
-    brief = Brief(path=p.resolve(), data=apply_defaults(raw), raw=raw,
-                  sha256=sha256_bytes(text.encode("utf-8")), text=text)
-    return brief, []
+    return Brief.of(p.resolve(), raw, sha256_bytes(text.encode("utf-8")), text), []
 
 
 __all__ = [
@@ -87,6 +156,17 @@ __all__ = [
     "RECIPE_BETA",
     "RECIPE_LEARNING_RATE",
     "Brief",
+    "DataSpec",
+    "EpisodeSpec",
+    "GrpoSpec",
+    "HardwareSpec",
+    "HeldOutEvalSpec",
+    "ModelSpec",
+    "ProtectionSpec",
+    "RecordsSpec",
+    "RewardSpec",
+    "TaskSpec",
+    "TrackingSpec",
     "apply_defaults",
     "load_brief",
     "recipe_defaults",

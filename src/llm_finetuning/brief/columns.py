@@ -13,10 +13,12 @@ import csv
 import difflib
 import importlib.util
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief.sections import DataSpec, RewardSpec
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.reward_registry import data_columns
 
@@ -145,12 +147,13 @@ def check_data_columns(data: dict[str, Any], rewards: list[Any], folder: Path) -
     return errors
 
 
-def require_columns(data: dict[str, Any], rewards: list[Any], rows: list[dict[str, Any]], source: str,
+def require_columns(data: DataSpec, rewards: Sequence[RewardSpec], rows: list[dict[str, Any]], source: str,
                     prompt: bool = True, every_row: bool = True) -> None:
     """Raise UnusableInput (the first missing column, and how many more) before any sampling or scoring
     starts, so a wrong column name never costs a whole sampling run and a KeyError traceback.
     `every_row=False`: only a column that no row has is refused."""
-    needed = [n for n in needed_columns(data, rewards) if prompt or n.yaml_path != "data.prompt_field"]
+    named = needed_columns({"prompt_field": data.prompt_field}, [r.as_mapping() for r in rewards])
+    needed = [n for n in named if prompt or n.yaml_path != "data.prompt_field"]
     errors = missing_columns(needed, rows, source, name_path=True, every_row=every_row)
     if errors:
         more = f" (and {len(errors) - 1} more column problem(s); `finetune check` lists them)" if len(errors) > 1 else ""

@@ -43,9 +43,8 @@ class EpisodeSpec:
         return refs + ([("episode.environment", self.environment)] if self.environment else [])
 
 
-def environment_reward_name(data: dict[str, Any]) -> str | None:
+def environment_reward_name(spec: EpisodeSpec | None) -> str | None:
     """The name an environment's `get_reward()` is scored under: its class name, as TRL names it."""
-    spec = EpisodeSpec.of(data)
     return spec.environment.partition(":")[2] if spec is not None and spec.environment else None
 
 

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from llm_finetuning.brief.sections import GrpoSpec
+
 SCHEDULES = ("constant", "cosine", "linear")
 
 
@@ -28,9 +30,17 @@ class Schedule:
     @classmethod
     def of(cls, grpo: dict[str, Any]) -> Schedule:
         """The schedule of a brief's (defaulted) `grpo` section. Warm-up steps round up, as transformers does."""
-        max_steps = int(grpo["max_steps"])
-        return cls(str(grpo["lr_scheduler"]), math.ceil(float(grpo["warmup_ratio"]) * max_steps), max_steps,
-                   float(grpo["learning_rate"]))
+        return cls.made(str(grpo["lr_scheduler"]), float(grpo["warmup_ratio"]), int(grpo["max_steps"]),
+                        float(grpo["learning_rate"]))
+
+    @classmethod
+    def of_spec(cls, grpo: GrpoSpec) -> Schedule:
+        """The schedule of a loaded brief's `grpo` section."""
+        return cls.made(grpo.lr_scheduler, grpo.warmup_ratio, grpo.max_steps, grpo.learning_rate)
+
+    @classmethod
+    def made(cls, name: str, warmup_ratio: float, max_steps: int, peak: float) -> Schedule:
+        return cls(name, math.ceil(float(warmup_ratio) * max_steps), int(max_steps), float(peak))
 
     @property
     def trl_type(self) -> str:

@@ -57,7 +57,6 @@ def build_record(brief: Brief, run: SamplingRun, purpose: str = "training") -> t
     `purpose` is `training` (the record the gate judges) or `evaluation` (another decoding setting).
     """
     from llm_finetuning.records.baseline import make_baseline
-    from llm_finetuning.rewards import reward_names
     from llm_finetuning.sampling.metrics import (
         SUCCESS_DEFINITION,
         baseline_figures,
@@ -67,11 +66,10 @@ def build_record(brief: Brief, run: SamplingRun, purpose: str = "training") -> t
     )
     from llm_finetuning.sampling.run import recorded_settings
 
-    specs = list(brief.data["rewards"])
-    names = reward_names(specs)
+    names = brief.reward_names
     groups = [[{"rewards": s["rewards"], "total": s["total"], "truncated": c.truncated}
                for c, s in zip(p.completions, p.scores, strict=True)] for p in run.prompts]
-    verifiers = verifier_names(specs, names)
+    verifiers = verifier_names(brief.rewards)
     fig = baseline_figures(groups, names, verifiers)
     k = run.settings.k
     v = verdict(fig, k, run.settings.max_completion_length)
@@ -83,7 +81,7 @@ def build_record(brief: Brief, run: SamplingRun, purpose: str = "training") -> t
         frac_groups_all_tie=fig["frac_groups_all_tie"], frac_truncated=fig["frac_truncated"],
         mean_total=fig["mean_total"], successes=fig["successes"], completions=fig["completions"],
         success_definition=SUCCESS_DEFINITION, verifiers=verifiers,
-        sampling={**recorded_settings(run, brief.section("data").get("system_prompt")), "purpose": purpose},
+        sampling={**recorded_settings(run, brief.data.system_prompt), "purpose": purpose},
         per_prompt=[sum(is_success(c["rewards"], verifiers) for c in g) for g in groups],
         verdict=v.to_json(),
     )

@@ -83,7 +83,7 @@ def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -
         failures = ", ".join(f"{k[len('failed_'):]} x{v}" for k, v in entry["failures"].items()) or "unknown"
         fail(UnusableInput(f"rewards[{index}]: the judge scored none of the {len(items)} items ({failures})",
                                     f"check that {spec['args']['endpoint']} serves {spec['args']['model']}"), as_json)
-    record_path = loaded.resolve(loaded.data["records"]["judge_calibration"])
+    record_path = loaded.resolve(loaded.records.judge_calibration)
     write_record(record_path, entry)
     if as_json:
         click.echo(json.dumps({"record": str(record_path), "reward": name, "figures": entry["figures"],

@@ -10,11 +10,11 @@ from llm_finetuning.commands._common import fail_brief
 from llm_finetuning.errors import Problem, Severity, UnusableInput, render_problems
 
 
-def _note_missing_embedded_model(model: dict[str, object]) -> None:
+def _note_missing_embedded_model(model_id: str) -> None:
     """A valid brief whose embedded model is not installed: say so now, not at the first sampling verb."""
     from llm_finetuning.models import EMBEDDED_ID, embedded_gguf_path
 
-    if model.get("id") != EMBEDDED_ID:
+    if model_id != EMBEDDED_ID:
         return
     try:
         embedded_gguf_path()
@@ -54,11 +54,11 @@ def command(brief: Path, as_json: bool) -> None:
     if errors:
         fail_brief(errors, brief, as_json)
     assert loaded is not None
-    if "episode" in loaded.data:
+    if loaded.episode is not None:
         problems = episode_problems(brief, as_json)
         if problems:
             fail_brief(problems, brief, as_json)
-    _note_missing_embedded_model(loaded.section("model"))
+    _note_missing_embedded_model(loaded.model.id)
     if as_json:
         click.echo(render_problems([], as_json=True, extra={"name": loaded.name, "sha256": loaded.sha256}))
     else:

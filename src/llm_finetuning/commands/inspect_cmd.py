@@ -39,13 +39,11 @@ def pool_shape(n_rows: int, samples: int) -> tuple[int, int]:
 
 def build_samples(brief: Brief, run: SamplingRun, samples: int) -> list[dict[str, Any]]:
     """The chosen samples in the shape `records.inspection.create_inspection` stores."""
-    from llm_finetuning.rewards import reward_names
     from llm_finetuning.sampling.metrics import is_success, verifier_names
     from llm_finetuning.sampling.select import spread_samples
 
-    specs = list(brief.data["rewards"])
-    verifiers = verifier_names(specs, reward_names(specs))
-    field_name = str(brief.section("data").get("prompt_field") or "prompt")
+    verifiers = verifier_names(brief.rewards)
+    field_name = brief.data.prompt_field
     candidates = []
     for p in run.prompts:
         reference = {k: v for k, v in p.row.items() if k != field_name}
@@ -89,10 +87,10 @@ def command(brief: Path, samples: int, endpoint: str | None, endpoint_model: str
     except ValueError as exc:
         raise UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards") from exc
     chosen = build_samples(loaded, run, samples)
-    record_path = loaded.resolve(str(loaded.section("records").get("inspection") or "records/inspection.json"))
+    record_path = loaded.resolve(loaded.records.inspection)
     create_inspection(loaded, chosen, record_path, run.model_identity)
     meta = {"brief": loaded.name, "model": run.model_identity, "record": str(record_path),
-            "rewards": [s["fn"] for s in loaded.data["rewards"]], "success_definition": SUCCESS_DEFINITION}
+            "rewards": [r.fn for r in loaded.rewards], "success_definition": SUCCESS_DEFINITION}
     md_path, html_path = write_reports(record_path, chosen, meta)
     successes = sum(1 for s in chosen if s["success"])
     summary = {"record": str(record_path), "samples_file": str(samples_path(record_path)),

@@ -75,9 +75,8 @@ def command(brief_path: Path | None, model_id: str | None, as_json: bool, list_m
                       as_json)
     if brief_path is not None:
         brief = load_checked_brief(str(brief_path), as_json)
-        model = brief.data["model"]
-        shape = resolve_shape(str(model["id"]), model.get("gguf_file"), brief.folder)
-        settings = settings_from_brief(brief.data)
+        shape = resolve_shape(brief.model.id, brief.model.gguf_file, brief.folder)
+        settings = settings_from_brief(brief)
     else:
         assert model_id is not None
         shape = resolve_shape(model_id)

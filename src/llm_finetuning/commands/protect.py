@@ -50,7 +50,8 @@ def briefs_records(briefs: list[Path]) -> tuple[list[Path], list[str]]:
     warnings = []
     for path in briefs:
         try:
-            folders.update(records_folders(apply_defaults(load_yaml_file(path)), path.parent))
+            records = apply_defaults(load_yaml_file(path)).get("records") or {}
+            folders.update(records_folders(records.values(), path.parent))
         except UnusableInput as exc:
             warnings.append(f"warning: {exc.line()} (its records are not covered; the gate's protection check "
                             "fails for it until they are)")

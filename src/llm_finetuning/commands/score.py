@@ -97,8 +97,7 @@ def command(brief: Path, completions: Path, as_json: bool, explain: bool) -> Non
     loaded = load_checked_brief(str(brief), as_json)
     rows = read_rows(completions)
     # A row without a reward's column is scored None by that reward; a column no row has is a wrong name.
-    require_columns(loaded.section("data"), loaded.data["rewards"], rows, str(completions), prompt=False,
-                    every_row=False)
+    require_columns(loaded.data, loaded.rewards, rows, str(completions), prompt=False, every_row=False)
 
     from llm_finetuning.rewards.build import build_reward_funcs, load_brief_tokenizer, score_rows
 

@@ -110,34 +110,30 @@ def _read_brief(ctx: RunContext, brief_path: Path) -> Brief | None:
 
 
 def _apply_brief(ctx: RunContext, brief: Brief) -> None:
-    data = brief.data
     ctx.brief_name, ctx.brief_sha256 = brief.name, brief.sha256
-    grpo = data.get("grpo", {})
-    ctx.variant = grpo.get("variant")
-    ctx.max_completion_length = grpo.get("max_completion_length")
-    ctx.max_turns = (data.get("episode") or {}).get("max_turns")
-    ctx.learning_rate = grpo.get("learning_rate")
+    grpo = brief.grpo
+    ctx.variant = grpo.variant
+    ctx.max_completion_length = grpo.max_completion_length
+    ctx.max_turns = brief.episode.max_turns if brief.episode is not None else None
+    ctx.learning_rate = grpo.learning_rate
     from llm_finetuning.brief.schedule import Schedule
 
-    schedule = Schedule.of(grpo)
+    schedule = Schedule.of_spec(grpo)
     ctx.lr_scheduler, ctx.warmup_steps = schedule.trl_type, schedule.warmup_steps
-    ctx.beta = grpo.get("beta")
-    from llm_finetuning.reward_registry import reward_names
-
-    rewards = data.get("rewards", [])
-    names = reward_names(rewards)  # the names TRL logs them under (`rewards/<name>/mean`)
-    ctx.reward_weights = {n: float(r.get("weight", 1.0)) for n, r in zip(names, rewards, strict=True)}
+    ctx.beta = grpo.beta
+    # by the names TRL logs them under (`rewards/<name>/mean`)
+    ctx.reward_weights = {r.name: float(r.weight) for r in brief.rewards}
     from llm_finetuning.reward_registry import VERIFIERS
 
-    ctx.correctness = [n for n, r in zip(names, rewards, strict=True)
-                       if r.get("fn") in VERIFIERS or r.get("fn") == "judge"
-                       or (":" in str(r.get("fn")) and CORRECTNESS_NAME.search(n) and not SHAPING_NAME.search(n))]
-    model = data.get("model", {})
-    arch = model.get("architecture", "auto")
+    ctx.correctness = [r.name for r in brief.rewards
+                       if r.fn in VERIFIERS or r.is_judge
+                       or (":" in r.fn and CORRECTNESS_NAME.search(r.name) and not SHAPING_NAME.search(r.name))]
+    model = brief.model
+    arch = model.architecture
     if arch in ("moe", "dense"):
         ctx.is_moe, ctx.moe_source = arch == "moe", f"brief model.architecture: {arch}"
     else:
-        model_id = str(model.get("id", ""))
+        model_id = model.id
         local = brief.resolve(model_id)
         config = read_json_or_none(local / "config.json") if local.is_dir() else None
         if isinstance(config, dict):

@@ -36,11 +36,10 @@ class HeldOutEvaluator:
     @classmethod
     def from_brief(cls, brief: Brief, run_dir: Path) -> HeldOutEvaluator | None:
         """The evaluator the brief asks for, or None when `held_out_eval.every_steps` is 0."""
-        cfg = brief.data.get("held_out_eval") or {}
-        every = int(cfg.get("every_steps") or 0)
-        if every <= 0:
+        cfg = brief.held_out_eval
+        if cfg.every_steps <= 0:
             return None
-        return cls(brief, run_dir, plan_eval(brief, int(cfg.get("prompts", 16)), int(cfg.get("k", 4))), every)
+        return cls(brief, run_dir, plan_eval(brief, cfg.prompts, cfg.k), cfg.every_steps)
 
     def due(self, step: int) -> bool:
         return step > 0 and step % self.every_steps == 0

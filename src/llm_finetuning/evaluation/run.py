@@ -12,10 +12,9 @@ record's digest) and, for several checkpoints, RUN_DIR/eval.jsonl.
 
 from __future__ import annotations
 
-import copy
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,7 +117,7 @@ def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, dict[str
     from llm_finetuning.records.baseline import record_path_for, training_record_path, verify_baseline
     from llm_finetuning.records.bindings import current_bindings
 
-    identity = model_identity(brief.section("model"), brief.folder)
+    identity = model_identity(brief.model, brief.folder)
     bindings = current_bindings(brief, identity)  # once, for whichever records are verified
     training = training_record_path(brief)
     notes: list[str] = []
@@ -190,14 +189,14 @@ def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Deco
         temperature=decoding.temperature if decoding is not None else now["temperature"],
         greedy=greedy,
         max_completion_length=int(recorded.get("max_completion_length", now["max_completion_length"])),
-        max_prompt_length=recorded.get("max_prompt_length", brief.section("grpo").get("max_prompt_length")),
-        seed=int(recorded.get("seed", brief.section("grpo").get("seed", 0))),
+        max_prompt_length=recorded.get("max_prompt_length", brief.grpo.max_prompt_length),
+        seed=int(recorded.get("seed", brief.grpo.seed)),
         top_p=1.0 if greedy else float(recorded.get("top_p", now["top_p"])),
     )
     system_prompt = recorded["system_prompt"] if "system_prompt" in recorded else now["system_prompt"]
     found = recorded.get("chat_template")
     template: dict[str, Any] = found if isinstance(found, dict) else {}
-    split = str(record["prompts"].get("split") or ("eval" if brief.section("data").get("eval") else "train"))
+    split = str(record["prompts"].get("split") or ("eval" if brief.data.eval else "train"))
     flag = "" if decoding is None or decoding.is_training(brief) else f" {decoding.flag}"
     return EvalPlan(brief, record, path, split, indices[:n], settings,
                     system_prompt or "", template.get("sha256"), base, notes=notes, baseline_flag=flag)
@@ -205,9 +204,7 @@ def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Deco
 
 def brief_with_model(brief: Brief, folder: Path) -> Brief:
     """The brief with model.id pointed at a local model folder (the same data, rewards and settings)."""
-    data = copy.deepcopy(brief.data)
-    data["model"] = {**data["model"], "id": str(Path(folder).resolve()), "gguf_file": None, "revision": None}
-    return replace(brief, data=data)
+    return brief.with_model(str(Path(folder).resolve()))
 
 
 def sample_successes(brief: Brief, plan: EvalPlan, desc: str, backend: str = "auto", endpoint: str | None = None,
@@ -226,7 +223,6 @@ def sample_successes(brief: Brief, plan: EvalPlan, desc: str, backend: str = "au
 
 def scored_successes(brief: Brief, run: SamplingRun) -> list[int]:
     """Score a sampling run with the brief's rewards; the successes of each prompt (verifier rewards all 1)."""
-    from llm_finetuning.rewards import reward_names
     from llm_finetuning.sampling.metrics import is_success, verifier_names
     from llm_finetuning.sampling.run import score_run
 
@@ -234,8 +230,7 @@ def scored_successes(brief: Brief, run: SamplingRun) -> list[int]:
         score_run(brief, run)
     except ValueError as exc:  # a reward refused its spec or a row
         raise UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards") from None
-    specs = list(brief.data["rewards"])
-    verifiers = verifier_names(specs, reward_names(specs))
+    verifiers = verifier_names(brief.rewards)
     return [sum(is_success(s["rewards"], verifiers) for s in p.scores) for p in run.prompts]
 
 

@@ -106,9 +106,9 @@ def select_targets(run_dir: Path, which: str) -> list[Target]:
 
 def folder_sha256(folder: Path) -> str:
     """sha256 over the files of a saved model (as `models.model_identity` binds a local model)."""
-    from llm_finetuning.models import model_identity
+    from llm_finetuning.models import ModelName, model_identity
 
-    return model_identity({"id": str(Path(folder).resolve())}).rsplit("sha256:", 1)[1]
+    return model_identity(ModelName(str(Path(folder).resolve()))).rsplit("sha256:", 1)[1]
 
 
 def copy_tokenizer(source: Path, dest: Path) -> bool:
@@ -127,7 +127,7 @@ def merge_adapter(adapter_dir: Path, brief: Brief, out: Path, dtype: str = "floa
 
     from llm_finetuning.models import load_model, load_tokenizer, resolve_model
 
-    resolved = resolve_model(brief.section("model"), brief.folder)
+    resolved = resolve_model(brief.model, brief.folder)
     print(f"Merging the LoRA adapter {adapter_dir} into {resolved.display} ({dtype})...", file=sys.stderr, flush=True)
     base = load_model(resolved, dtype, "cpu")
     merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()

@@ -33,25 +33,22 @@ def front_matter(ev: Evidence) -> list[str]:
 
 
 def _training_section(ev: Evidence) -> list[str]:
-    grpo, model = ev.brief.section("grpo"), ev.brief.section("model")
-    rewards = ev.brief.data.get("rewards") or []
+    grpo, model = ev.brief.grpo, ev.brief.model
     out = ["## How it was trained", "",
-           f"GRPO (TRL `GRPOTrainer`, variant `{grpo.get('variant', 'grpo')}`) on `{model.get('id')}`, "
-           + (f"LoRA adapter (r {model.get('lora', {}).get('r')}, alpha {model.get('lora', {}).get('alpha')})"
+           f"GRPO (TRL `GRPOTrainer`, variant `{grpo.variant}`) on `{model.id}`, "
+           + (f"LoRA adapter (r {model.lora.r}, alpha {model.lora.alpha})"
               + (" merged into the base weights" if ev.merged else "") if ev.adapter else "full fine-tuning")
            + f", saved as {ev.dtype}.", "",
            "| setting | value |", "| --- | --- |"]
     for key in ("learning_rate", "beta", "num_generations", "per_device_train_batch_size",
                 "gradient_accumulation_steps", "max_completion_length", "temperature", "max_steps", "seed"):
-        if key in grpo:
-            out.append(f"| {key} | {grpo[key]} |")
-    if grpo.get("deviation"):
-        out.append(f"| deviation justified by | `{grpo['deviation']}` |")
+        out.append(f"| {key} | {getattr(grpo, key)} |")
+    if grpo.deviation:
+        out.append(f"| deviation justified by | `{grpo.deviation}` |")
     out += ["", "Rewards (weighted sum):", ""]
-    for spec in rewards:
-        args = spec.get("args") or {}
-        out.append(f"- `{spec.get('fn')}` weight {spec.get('weight', 1.0)}"
-                   + (f", args `{json.dumps(args, sort_keys=True)}`" if args else ""))
+    for spec in ev.brief.rewards:
+        out.append(f"- `{spec.fn}` weight {spec.weight}"
+                   + (f", args `{json.dumps(dict(spec.args), sort_keys=True)}`" if spec.args else ""))
     t = ev.training
     out += ["", f"Checkpoint: {ev.label}" + (f" (step {ev.step})" if ev.step is not None else "")
             + f", files sha256 `{ev.checkpoint_sha256}`."]
@@ -134,14 +131,13 @@ def _diagnosis_section(ev: Evidence) -> list[str]:
 
 
 def render_card(ev: Evidence, upload_hint: str) -> str:
-    task = ev.brief.section("task")
     lines = front_matter(ev) + [
         f"# {ev.brief.name}", "",
-        f"{task.get('summary', '')}", "",
-        (f"Fine-tuned with llm-finetuning from `{ev.brief.section('model').get('id')}` by GRPO "
+        f"{ev.brief.task.summary}", "",
+        (f"Fine-tuned with llm-finetuning from `{ev.brief.model.id}` by GRPO "
          "with verifiable rewards." if ev.run_manifest else
          f"{NO_RUN_MANIFEST[0].upper()}{NO_RUN_MANIFEST[1:]}: it is described with the brief below, from "
-         f"`{ev.brief.section('model').get('id')}`.")
+         f"`{ev.brief.model.id}`.")
         + " Every figure below was measured by the `finetune` verbs named beside it; a "
         "figure that was not measured says so.", "",
     ]

@@ -56,12 +56,11 @@ def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint
     from llm_finetuning.records.baseline import load_baseline
 
     ev = Evidence(brief, label, step, checkpoint_sha256, adapter, merged, dtype, base_model, run_manifest=run_manifest)
-    records = brief.section("records")
     try:
-        ev.baseline = load_baseline(brief.resolve(str(records.get("baseline"))))
+        ev.baseline = load_baseline(brief.resolve(brief.records.baseline))
     except UnusableInput:
         ev.baseline = None
-    inspection = read_json_or_none(brief.resolve(str(records.get("inspection"))))
+    inspection = read_json_or_none(brief.resolve(brief.records.inspection))
     if inspection is not None and isinstance(inspection.get("review"), dict):
         ev.inspection_review = inspection["review"]
     try:

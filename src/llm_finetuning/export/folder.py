@@ -70,7 +70,7 @@ def prepare_dest(dest: Path, force: bool) -> None:
 
 def base_model_name(brief: Brief) -> str:
     """What the card and an adapter's config name as the base: the hub id, or the local model as the brief names it."""
-    return str(brief.section("model").get("id"))
+    return brief.model.id
 
 
 def _save_full(source: Path, tmp: Path, dtype: str) -> None:
@@ -88,7 +88,7 @@ def _copy_adapter(target: Target, tmp: Path, brief: Brief) -> None:
         if (target.folder / name).is_file():
             shutil.copy2(target.folder / name, tmp / name)
     config = json.loads((tmp / "adapter_config.json").read_text(encoding="utf-8"))
-    resolved = resolve_model(brief.section("model"), brief.folder)
+    resolved = resolve_model(brief.model, brief.folder)
     # a hub model is named by its id; a local or dequantised one by the folder this machine loads it from
     config["base_model_name_or_path"] = resolved.path if resolved.is_local else resolved.source
     (tmp / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
@@ -106,7 +106,7 @@ def export_model(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool,
     brief, manifest = brief_and_manifest(run_dir, brief_path)
     target = choose_target(run_dir, checkpoint) if manifest else model_folder_target(run_dir, checkpoint)
     prepare_dest(dest, force)
-    dtype = dtype or str(brief.section("model").get("dtype", "bfloat16"))
+    dtype = dtype or brief.model.dtype
     if dtype not in DTYPES:
         raise UnusableInput(f"--dtype {dtype!r} is not one of {', '.join(DTYPES)}", "pass --dtype bfloat16", "--dtype")
     if merge and not target.adapter:

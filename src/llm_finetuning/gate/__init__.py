@@ -73,11 +73,11 @@ def record_files(brief: Brief) -> dict[str, Path]:
     (judge rewards only)."""
     from llm_finetuning.records.inspection import samples_path
 
-    records = brief.data["records"]
-    files = {"baseline": brief.resolve(records["baseline"]), "inspection": brief.resolve(records["inspection"])}
+    records = brief.records
+    files = {"baseline": brief.resolve(records.baseline), "inspection": brief.resolve(records.inspection)}
     files["inspection_samples"] = samples_path(files["inspection"])
-    if any(r.get("fn") == "judge" for r in brief.data["rewards"]):
-        files["judge_calibration"] = brief.resolve(records["judge_calibration"])
+    if brief.has_judge:
+        files["judge_calibration"] = brief.resolve(records.judge_calibration)
     return files
 
 
@@ -101,4 +101,4 @@ def gate_fingerprint(brief: Brief) -> str:
     from llm_finetuning.records.bindings import reward_bindings
 
     hashes = {key: sha256_file_or_none(path) for key, path in record_files(brief).items()}
-    return fingerprint_of(brief, hashes, reward_bindings(list(brief.data["rewards"]), brief.folder))
+    return fingerprint_of(brief, hashes, reward_bindings(brief.rewards, brief.folder))

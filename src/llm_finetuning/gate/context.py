@@ -73,11 +73,11 @@ class GateContext:
 
 
 def _load_judge(brief: Brief) -> list[str] | None:
-    if not any(r.get("fn") == "judge" for r in brief.data["rewards"]):
+    if not brief.has_judge:
         return None
     from llm_finetuning.records.judge_calibration import verify_judge_calibration
 
-    path = brief.resolve(brief.data["records"]["judge_calibration"])
+    path = brief.resolve(brief.records.judge_calibration)
     return [str(p) for p in verify_judge_calibration(brief, path)]
 
 
@@ -97,7 +97,7 @@ def _load_deviation(brief: Brief) -> Deviation | None:
     ended, metrics unchanged since diagnosis, same brief name)."""
     from llm_finetuning.records.diagnosis import verify_diagnosis
 
-    ref = brief.section("grpo").get("deviation")
+    ref = brief.grpo.deviation
     if not ref:
         return None
     run_dir = brief.resolve(str(ref))
@@ -111,7 +111,7 @@ def _load_deviation(brief: Brief) -> Deviation | None:
 def _load_model_config(brief: Brief) -> dict[str, Any] | None:
     from llm_finetuning.records.bindings import model_is_local
 
-    mid = str(brief.section("model").get("id", ""))
+    mid = brief.model.id
     if not model_is_local(mid, brief.folder):
         return None
     return read_json_or_none(brief.resolve(mid) / "config.json")
@@ -126,7 +126,7 @@ def _model_identity(brief: Brief) -> str | None:
     from llm_finetuning.models import model_identity
 
     try:
-        return model_identity(brief.section("model"), brief.folder)
+        return model_identity(brief.model, brief.folder)
     except UnusableInput:
         raise
     except OSError:  # an unreadable hash cache or file: the records' model fields are still compared
@@ -138,7 +138,7 @@ def _load_memory(brief: Brief) -> tuple[Estimate | None, str, str]:
     from llm_finetuning.memory import estimate_brief
 
     try:
-        return estimate_brief(brief.data, brief.folder), "", ""
+        return estimate_brief(brief), "", ""
     except UnusableInput as exc:
         return None, f"the memory estimate could not be made: {exc.problem.what()}", exc.fix
     except Exception as exc:  # noqa: BLE001 - an estimator failure must not hide the other checks
@@ -152,7 +152,7 @@ def _trackers_installed(brief: Brief) -> dict[str, bool]:
     from llm_finetuning.brief.tracking import TRACKERS
 
     out = {}
-    for name in (brief.data.get("tracking") or {}).get("report_to") or []:
+    for name in brief.tracking.report_to:
         if name in TRACKERS:
             try:
                 out[name] = importlib.util.find_spec(TRACKERS[name][0].split(".")[0]) is not None
@@ -203,10 +203,10 @@ def load_context(brief: Brief) -> GateContext:
     ctx = GateContext()
     ctx.model_identity = _model_identity(brief)
     ctx.bindings = current_bindings(brief, ctx.model_identity)
-    records = brief.data["records"]
-    ctx.baseline, ctx.baseline_problems = verify_baseline(brief, brief.resolve(records["baseline"]),
+    records = brief.records
+    ctx.baseline, ctx.baseline_problems = verify_baseline(brief, brief.resolve(records.baseline),
                                                           ctx.model_identity, ctx.bindings)
-    inspected = check_inspection(brief, brief.resolve(records["inspection"]), ctx.model_identity, ctx.bindings)
+    inspected = check_inspection(brief, brief.resolve(records.inspection), ctx.model_identity, ctx.bindings)
     ctx.inspection, ctx.inspection_problems = inspected.record, inspected.problems
     ctx.inspection_signer = inspected.signer.who() if inspected.signer else ""
     ctx.judge_problems = _load_judge(brief)

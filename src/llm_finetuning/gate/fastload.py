@@ -87,15 +87,16 @@ def _cached_brief(path: Path) -> Brief | None:
         return None
     if not isinstance(raw, dict) or not isinstance(defaulted, dict) or entry.get("key") != _cache_key(path, text, raw):
         return None
-    return Brief(path=path, data=defaulted, raw=raw, sha256=sha256_bytes(data), text=text)
+    return Brief.of(path, raw, sha256_bytes(data), text, defaulted=defaulted)
 
 
 def _remember(path: Path, brief: Brief) -> None:
     """Cache a valid brief's parsed YAML and defaulted data (when they survive JSON unchanged) with its key.
 
     The key covers the schema file, so the cached defaults change when the schema's do."""
-    key = _cache_key(path, brief.text, brief.raw)
-    entry = {"key": key, "raw": brief.raw, "data": brief.data}
+    raw = brief.as_mapping(defaulted=False)
+    key = _cache_key(path, brief.text, raw)
+    entry = {"key": key, "raw": raw, "data": brief.as_mapping()}
     try:
         if key is None or json.loads(json.dumps(entry)) != entry:
             return  # a custom module off the brief's folder, or YAML values JSON cannot hold (dates, int keys)

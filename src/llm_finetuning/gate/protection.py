@@ -36,11 +36,11 @@ def claude_config_dir() -> Path:
     return Path(chosen).expanduser() if chosen else Path.home() / ".claude"
 
 
-def records_folders(brief_data: dict[str, Any], brief_folder: Path) -> list[Path]:
-    """The folders of a brief's `records.*` paths (its data with the schema's defaults applied: `records/`
-    beside the brief unless it names others), absolute."""
+def records_folders(record_paths: Iterable[str], brief_folder: Path) -> list[Path]:
+    """The folders of a brief's `records.*` paths (with the schema's defaults applied: `records/` beside the
+    brief unless it names others), absolute."""
     folders = set()
-    for rel in (brief_data.get("records") or {}).values():
+    for rel in record_paths:
         path = Path(str(rel)).expanduser()
         folders.add(Path(os.path.abspath((path if path.is_absolute() else brief_folder / path).parent)))
     return sorted(folders)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from llm_finetuning.brief import HardwareSpec
 
 
-def training_processes(hw: dict[str, Any]) -> int:
+def training_processes(hw: HardwareSpec) -> int:
     """Processes that train, laid out as the renderer lays them out (render.plan.topology): on one node,
     the GPUs not given to the vLLM server; on several nodes in vllm-server mode, the first node serves
     and the others train (accelerate needs the same process count on every node); 1 on CPU."""
-    gpus, nodes = int(hw.get("gpus", 1)), int(hw.get("nodes", 1))
+    gpus, nodes = hw.gpus, hw.nodes
     if gpus == 0:
         return 1
-    if hw.get("generation") != "vllm-server":
+    if hw.generation != "vllm-server":
         return gpus * nodes
     if nodes == 1:
-        return gpus - int(hw.get("vllm_server_gpus", 1))
+        return gpus - hw.vllm_server_gpus
     return (nodes - 1) * gpus

@@ -121,7 +121,7 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
                                  report.record_sha256)
     if differs:
         raise LaunchRefused(differs, why="its files are not what `finetune render` makes of its brief and records now")
-    vllm = vllm_problem(str(brief.data["hardware"]["generation"]))
+    vllm = vllm_problem(brief.hardware.generation)
     if vllm and check_backend:
         raise LaunchRefused([vllm], EXIT_UNUSABLE)
     return VerifiedRun(run_dir, manifest, brief, [replace(vllm, severity=Severity.WARNING)] if vllm else [])

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from llm_finetuning.brief import Brief
+from llm_finetuning.brief import Brief, DataSpec
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, Problem, UnusableInput
@@ -331,14 +331,14 @@ def _resolve_model(brief: Brief) -> tuple[str, Any]:
     """(path for from_pretrained, resolved model). Embedded and GGUF models are dequantised once."""
     from llm_finetuning.models import resolve_model
 
-    resolved = resolve_model(brief.data["model"], brief.folder)
+    resolved = resolve_model(brief.model, brief.folder)
     return str(resolved.path), resolved
 
 
-def _prepare_dataset(dataset: Any, data: dict[str, Any], tokenizer: Any) -> Any:
+def _prepare_dataset(dataset: Any, data: DataSpec, tokenizer: Any) -> Any:
     """The brief's prompt field becomes `prompt`; string prompts become chat messages when the model has a
     chat template (the way baseline and inspection sampled them), with data.system_prompt first."""
-    field = data.get("prompt_field") or "prompt"
+    field = data.prompt_field
     if field not in dataset.column_names:
         raise LaunchRefused([Problem("missing_column", "data.prompt_field", f"column {field!r} is not in the "
                                      f"training data (columns: {', '.join(dataset.column_names)}).",
@@ -347,7 +347,7 @@ def _prepare_dataset(dataset: Any, data: dict[str, Any], tokenizer: Any) -> Any:
         if "prompt" in dataset.column_names:
             dataset = dataset.remove_columns("prompt")
         dataset = dataset.rename_column(field, "prompt")
-    system = data.get("system_prompt")
+    system = data.system_prompt
     chat = bool(getattr(tokenizer, "chat_template", None)) if tokenizer is not None else bool(system)
 
     def to_messages(row: dict[str, Any]) -> dict[str, Any]:
@@ -368,7 +368,7 @@ def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any) -> Held
     from llm_finetuning.errors import UnusableInput
     from llm_finetuning.evaluation.during import HeldOutEvaluator
 
-    if not int((brief.data.get("held_out_eval") or {}).get("every_steps") or 0):
+    if not brief.held_out_eval.every_steps:
         return None
     if int(getattr(training_args, "world_size", 1)) > 1:
         print("finetune launch: held_out_eval runs in single-process runs only (the policy is sharded here); "
@@ -395,11 +395,10 @@ def _episode_kwargs(brief: Brief, tokenizer: Any) -> dict[str, Any]:
     """GRPOTrainer's tools= or environment_factory= for a tool-use brief ({} without one), each tool call
     under episode.tool_timeout_s; the tokenizer gets the brief's chat template and TRL's response parser,
     exactly as sampling gave them (`sampling.episode`)."""
-    from llm_finetuning.brief.episode import EpisodeSpec
     from llm_finetuning.errors import UnusableInput
     from llm_finetuning.sampling.episode import load_toolbox, prepare_tokenizer
 
-    spec = EpisodeSpec.of(brief.data)
+    spec = brief.episode
     if spec is None:
         return {}
     try:
@@ -506,10 +505,10 @@ def _build_trainer(brief: Brief, run_dir: Path, stop: _StopFlag, progress: bool,
     )
     trainer.add_callback(_completion_log(run_dir, trainer))
     if training_args.cache_implementation == "static" and not training_args.use_vllm and torch.cuda.is_available():
-        grpo = brief.data["grpo"]
+        grpo = brief.grpo
         # an episode's later turns start from prompt + the episode so far and may add a whole completion
         turns = 2 if episode_kwargs else 1  # (the memory estimate's Settings.generation_context)
-        compile_decoding(trainer, int(grpo["max_prompt_length"]) + turns * int(grpo["max_completion_length"]))
+        compile_decoding(trainer, grpo.max_prompt_length + turns * grpo.max_completion_length)
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)
     return trainer
@@ -547,11 +546,10 @@ def _training_dataset(brief: Brief, script_args: Any, dataset_args: Any, tokeniz
 
     dataset = get_dataset(dataset_args)[script_args.dataset_train_split]
     try:
-        require_columns(brief.data["data"], brief.data["rewards"], [dict.fromkeys(dataset.column_names)],
-                        "the training data")
+        require_columns(brief.data, brief.rewards, [dict.fromkeys(dataset.column_names)], "the training data")
     except UnusableInput as exc:
         raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
-    return _prepare_dataset(dataset, brief.data["data"], tokenizer)
+    return _prepare_dataset(dataset, brief.data, tokenizer)
 
 
 def _train_and_save(trainer: Any, stop: _StopFlag, checkpoint: Path | None, run_dir: Path) -> tuple[bool, str | None]:

@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.memory.estimator import Estimate, Settings
@@ -29,6 +29,9 @@ from llm_finetuning.memory.shapes import (
     shape_from_config,
 )
 from llm_finetuning.models import find_embedded_gguf
+
+if TYPE_CHECKING:
+    from llm_finetuning.brief import Brief
 
 __all__ = ["Estimate", "ModelShape", "Settings", "estimate", "estimate_brief", "estimate_shape", "resolve_shape",
            "settings_from_brief"]
@@ -91,41 +94,38 @@ def host_ram_gib() -> float | None:
         return None
 
 
-def settings_from_brief(data: dict[str, Any]) -> Settings:
-    """Settings from a brief's data (schema defaults applied)."""
-    model = data.get("model", {})
-    grpo = data.get("grpo", {})
-    hw = data.get("hardware", {})
-    overrides = grpo.get("overrides") or {}
-    cpu = int(hw.get("gpus", 1)) == 0
-    gpus = int(hw.get("gpus", 1)) or 1
-    generation = hw.get("generation", "vllm-colocate")
-    if generation == "vllm-server" and int(hw.get("nodes", 1)) == 1 and gpus > 1:
-        gpus = max(1, gpus - int(hw.get("vllm_server_gpus", 1)))
+def settings_from_brief(brief: Brief) -> Settings:
+    """Settings from a loaded brief."""
+    model, grpo, hw = brief.model, brief.grpo, brief.hardware
+    overrides = grpo.overrides
+    cpu = hw.gpus == 0
+    gpus = hw.gpus or 1
+    generation = hw.generation
+    if generation == "vllm-server" and hw.nodes == 1 and gpus > 1:
+        gpus = max(1, gpus - hw.vllm_server_gpus)
     spg = overrides.get("steps_per_generation")
     if spg is None and overrides.get("generation_batch_size"):
-        spg = max(1, int(overrides["generation_batch_size"]) // (int(grpo.get("per_device_train_batch_size", 8))
-                                                               * gpus))
+        spg = max(1, int(overrides["generation_batch_size"]) // (grpo.per_device_train_batch_size * gpus))
     sleep = overrides.get("vllm_enable_sleep_mode")
     return Settings(
-        adapter=model.get("adapter", "full"),
-        dtype=model.get("dtype", "bfloat16"),
+        adapter=model.adapter,
+        dtype=model.dtype,
         gpus=gpus,
-        gpu_memory_gib=(host_ram_gib() if cpu else None) or float(hw.get("gpu_memory_gib", 80)),
-        num_generations=int(grpo.get("num_generations", 8)),
-        per_device_batch=int(grpo.get("per_device_train_batch_size", 8)),
-        gradient_accumulation_steps=int(grpo.get("gradient_accumulation_steps", 4)),
+        gpu_memory_gib=(host_ram_gib() if cpu else None) or float(hw.gpu_memory_gib),
+        num_generations=int(grpo.num_generations),
+        per_device_batch=int(grpo.per_device_train_batch_size),
+        gradient_accumulation_steps=int(grpo.gradient_accumulation_steps),
         steps_per_generation=int(spg) if spg else None,
-        max_completion_length=int(grpo.get("max_completion_length", 512)),
-        prompt_tokens=int(grpo.get("max_prompt_length") or 512),
-        beta=float(grpo.get("beta", 0.01)),
+        max_completion_length=int(grpo.max_completion_length),
+        prompt_tokens=int(grpo.max_prompt_length or 512),
+        beta=float(grpo.beta),
         generation=generation,
-        gradient_checkpointing=bool(grpo.get("gradient_checkpointing", True)),
-        lora_r=int((model.get("lora") or {}).get("r", 16)),
-        vllm_gpu_memory_utilization=hw.get("vllm_gpu_memory_utilization"),
+        gradient_checkpointing=bool(grpo.gradient_checkpointing),
+        lora_r=int(model.lora.r),
+        vllm_gpu_memory_utilization=hw.vllm_gpu_memory_utilization,
         vllm_enable_sleep_mode=None if sleep is None else bool(sleep),
         cpu=cpu,
-        episode_turns=int((data.get("episode") or {}).get("max_turns") or 0),
+        episode_turns=brief.episode.max_turns if brief.episode is not None else 0,
     )
 
 
@@ -135,9 +135,7 @@ def estimate(model: str | ModelShape, settings: Settings | None = None, **change
     return estimate_shape(shape, replace(settings or Settings(), **changes))
 
 
-def estimate_brief(brief_data: dict[str, Any], brief_folder: Path | None) -> Estimate:
-    """The estimate for a loaded brief (`Brief.data`); raises UnusableInput when the model's shape
-    cannot be known offline."""
-    model = brief_data.get("model", {})
-    shape = resolve_shape(str(model.get("id", "")), model.get("gguf_file"), brief_folder)
-    return estimate_shape(shape, settings_from_brief(brief_data))
+def estimate_brief(brief: Brief) -> Estimate:
+    """The estimate for a loaded brief; raises UnusableInput when the model's shape cannot be known offline."""
+    shape = resolve_shape(brief.model.id, brief.model.gguf_file, brief.folder)
+    return estimate_shape(shape, settings_from_brief(brief))

@@ -46,14 +46,13 @@ def brief_sampling_settings(brief: Brief) -> dict[str, Any]:
     `k` is the group size GRPO trains with (`grpo.num_generations`): the baseline's share of all-tied
     groups says something about training only for groups of that size.
     """
-    grpo, data = brief.section("grpo"), brief.section("data")
-    overrides = grpo.get("overrides") or {}
+    grpo = brief.grpo
     return {
-        "max_completion_length": int(grpo.get("max_completion_length", 512)),
-        "temperature": float(grpo.get("temperature", 1.0)),
-        "top_p": float(overrides.get("top_p", 1.0)),
-        "system_prompt": data.get("system_prompt") or None,
-        "k": int(grpo.get("num_generations", 8)),
+        "max_completion_length": int(grpo.max_completion_length),
+        "temperature": float(grpo.temperature),
+        "top_p": float(grpo.overrides.get("top_p", 1.0)),
+        "system_prompt": brief.data.system_prompt or None,
+        "k": int(grpo.num_generations),
     }
 
 
@@ -118,7 +117,7 @@ def recorded_decoding(record: dict[str, Any]) -> Decoding | None:
 
 def training_record_path(brief: Brief) -> Path:
     """Where the training-temperature baseline lives: `records.baseline`."""
-    return Path(brief.resolve(str(brief.section("records").get("baseline") or "records/baseline.json")))
+    return Path(brief.resolve(brief.records.baseline))
 
 
 def evaluation_record_path(training_path: Path, decoding: Decoding) -> Path:

@@ -10,12 +10,13 @@ reads files, imports no reward or tool code and no ML library.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import llm_finetuning
-from llm_finetuning.brief import Brief
-from llm_finetuning.brief.episode import EpisodeSpec, template_path
+from llm_finetuning.brief import Brief, DataSpec, ModelSpec, RewardSpec
+from llm_finetuning.brief.episode import template_path
 from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import (
     atomic_write_json,
@@ -25,7 +26,6 @@ from llm_finetuning.fileio import (
     sha256_json,
     stat_key,
 )
-from llm_finetuning.reward_registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
@@ -74,15 +74,14 @@ def file_label(path: Path, brief_folder: Path) -> str:
     return p.as_posix()
 
 
-def reward_bindings(rewards: list[dict[str, Any]], brief_folder: Path) -> list[dict[str, Any]]:
+def reward_bindings(rewards: Sequence[RewardSpec], brief_folder: Path) -> list[dict[str, Any]]:
     """Per reward: name, fn, sha256 of its spec, and sha256 of each of its source files."""
     out = []
-    for name, spec in zip(reward_names(rewards), rewards, strict=True):
-        fn = str(spec.get("fn"))
+    for spec in rewards:
         code: dict[str, str] = {}
-        for f in reward_source_files(fn, brief_folder):
+        for f in reward_source_files(spec.fn, brief_folder):
             code[file_label(f, brief_folder)] = sha256_file_or_none(f) or "unreadable"
-        out.append({"name": name, "fn": fn, "spec_sha256": sha256_json(spec), "code": code})
+        out.append({"name": spec.name, "fn": spec.fn, "spec_sha256": sha256_json(spec.as_mapping()), "code": code})
     return out
 
 
@@ -94,18 +93,18 @@ def model_is_local(model_id: str, brief_folder: Path) -> bool:
     return model_id.startswith((".", "/", "~")) or (brief_folder / model_id).exists()
 
 
-def model_fingerprint(model: dict[str, Any], brief_folder: Path) -> str:
+def model_fingerprint(model: ModelSpec, brief_folder: Path) -> str:
     """A cheap, stable fingerprint of the model the brief names.
 
     Hub ids: `hub:<id>@<revision>`. Local directories: the sha256 of config.json plus the name and size
     of every weight file (hashing gigabytes of weights would make the gate slow; a retrained model in
     place changes its sizes or config in practice, and the sampler's own identity is bound as well).
     """
-    mid = str(model.get("id", ""))
+    mid = model.id
     if mid.startswith("embedded:"):
         return mid
     if not model_is_local(mid, brief_folder):
-        return f"hub:{mid}@{model.get('revision') or 'main'}"
+        return f"hub:{mid}@{model.revision or 'main'}"
     d = Path(mid).expanduser()
     d = d if d.is_absolute() else brief_folder / d
     parts: list[Any] = [sha256_file_or_none(d / "config.json") or "no-config"]
@@ -114,35 +113,35 @@ def model_fingerprint(model: dict[str, Any], brief_folder: Path) -> str:
     except OSError:
         files = []
     parts += [[p.name, p.stat().st_size] for p in files]
-    if model.get("gguf_file"):
-        parts.append(["gguf_file", str(model["gguf_file"])])
+    if model.gguf_file:
+        parts.append(["gguf_file", model.gguf_file])
     return "local:" + sha256_json(parts)
 
 
-def model_binding(model: dict[str, Any], brief_folder: Path, identity: str | None) -> dict[str, Any]:
+def model_binding(model: ModelSpec, brief_folder: Path, identity: str | None) -> dict[str, Any]:
     return {
-        "id": model.get("id"),
-        "revision": model.get("revision"),
-        "gguf_file": model.get("gguf_file"),
+        "id": model.id,
+        "revision": model.revision,
+        "gguf_file": model.gguf_file,
         "fingerprint": model_fingerprint(model, brief_folder),
         "identity": identity,
     }
 
 
-def data_binding(data: dict[str, Any], brief_folder: Path) -> tuple[str, str]:
+def data_binding(data: DataSpec, brief_folder: Path) -> tuple[str, str]:
     """(source, sha256) of the prompts a baseline samples from: data.eval when set, else data.train."""
-    ref = str(data.get("eval") or data.get("train") or "")
+    ref = data.eval or data.train
     p = Path(ref).expanduser()
     p = p if p.is_absolute() else brief_folder / p
     if p.is_file():
         return ref, sha256_file_or_none(p) or "unreadable"
-    return ref, sha256_bytes(f"hub:{ref}:{data.get('split', 'train')}".encode())
+    return ref, sha256_bytes(f"hub:{ref}:{data.split}".encode())
 
 
 def episode_binding(brief: Brief) -> dict[str, Any] | None:
     """The episode a record was sampled under: its section, and sha256 of each tool's and the environment's
     source files (as reward code is bound) and of the chat template file; None without an episode."""
-    spec = EpisodeSpec.of(brief.data)
+    spec = brief.episode
     if spec is None:
         return None
     code: dict[str, str] = {}
@@ -152,7 +151,7 @@ def episode_binding(brief: Brief) -> dict[str, Any] | None:
     template = template_path(spec, brief.folder)
     if template is not None:
         code[file_label(template, brief.folder)] = sha256_file_or_none(template) or "unreadable"
-    return {"spec_sha256": sha256_json(brief.data["episode"]), "code": code}
+    return {"spec_sha256": sha256_json(brief.as_mapping()["episode"]), "code": code}  # the section as defaulted
 
 
 def _episode_problems(stored: Any, current: Any, fix: str) -> list[Problem]:
@@ -172,20 +171,19 @@ def _episode_problems(stored: Any, current: Any, fix: str) -> list[Problem]:
 
 def current_bindings(brief: Brief, model_identity: str | None) -> dict[str, Any]:
     """The bindings a record written now for `brief` would carry (shared by baseline and inspection)."""
-    rewards = list(brief.data.get("rewards", []))
-    bound = reward_bindings(rewards, brief.folder)
-    source, data_sha = data_binding(brief.section("data"), brief.folder)
+    bound = reward_bindings(brief.rewards, brief.folder)
+    source, data_sha = data_binding(brief.data, brief.folder)
     episode = episode_binding(brief)
     return {
         **({"episode": episode} if episode is not None else {}),  # absent for a brief without tools
-        "rewards_spec_sha256": sha256_json(rewards),
+        "rewards_spec_sha256": sha256_json([r.as_mapping() for r in brief.rewards]),
         "rewards": bound,
         "reward_code_sha256": code_sha256(bound),
-        "model": model_binding(brief.section("model"), brief.folder, model_identity),
+        "model": model_binding(brief.model, brief.folder, model_identity),
         "data_source": source,
         "data_sha256": data_sha,
         # the prompt format the samples were drawn with (a record without it was sampled with none)
-        "chat_template_kwargs": dict(brief.section("data").get("chat_template_kwargs") or {}),
+        "chat_template_kwargs": dict(brief.data.chat_template_kwargs),
     }
 
 

@@ -57,7 +57,6 @@ from llm_finetuning.fileio import (
 )
 from llm_finetuning.records import KINDS, signing
 from llm_finetuning.records.bindings import current_bindings, stale_problems
-from llm_finetuning.reward_registry import reward_names
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -97,8 +96,8 @@ def create_inspection(brief: Brief, samples: list[dict[str, Any]], record_path: 
     `s000`, `s001`, ... Returns the record written.
     """
     record_path = Path(record_path)
-    names = reward_names(list(brief.data.get("rewards", []))) + [
-        n for n in [environment_reward_name(brief.data)] if n]  # an episode's environment scores it too
+    names = brief.reward_names + [
+        n for n in [environment_reward_name(brief.episode)] if n]  # an episode's environment scores it too
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for i, s in enumerate(samples):

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning import reward_registry as registry
+import llm_finetuning.reward_registry as registry
 from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import atomic_write_json, sha256_bytes
 
@@ -38,8 +38,7 @@ def judge_binding(args: dict[str, Any]) -> dict[str, Any]:
 
 def judge_specs(brief: Brief) -> list[tuple[str, int, dict[str, Any]]]:
     """(metric name, position, spec) of every judge reward in the brief."""
-    specs = list(brief.data.get("rewards", []))
-    return [(name, i, s) for i, (s, name) in enumerate(zip(specs, registry.reward_names(specs), strict=True)) if s.get("fn") == "judge"]
+    return [(r.name, i, r.as_mapping()) for i, r in enumerate(brief.rewards) if r.is_judge]
 
 
 def min_agreement(args: dict[str, Any]) -> float:

@@ -22,10 +22,10 @@ from llm_finetuning.rundir.manifest import MANIFEST_FORMAT
 
 def record_paths(brief: Brief) -> dict[str, Path]:
     """The evidence files a run is bound to: baseline, inspection, judge calibration (judge rewards only)."""
-    records = brief.data.get("records", {})
-    out = {"baseline": brief.resolve(records["baseline"]), "inspection": brief.resolve(records["inspection"])}
-    if any(r.get("fn") == "judge" for r in brief.data.get("rewards", [])):
-        out["judge_calibration"] = brief.resolve(records["judge_calibration"])
+    records = brief.records
+    out = {"baseline": brief.resolve(records.baseline), "inspection": brief.resolve(records.inspection)}
+    if brief.has_judge:
+        out["judge_calibration"] = brief.resolve(records.judge_calibration)
     return out
 
 

@@ -234,7 +234,7 @@ def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = N
     """The run directory's contents for `brief` (a loaded, valid Brief), or RenderError.
 
     `recommend` is the memory estimate's advice (vLLM memory share, sleep mode, distribution)."""
-    data = brief.data
+    data = brief.as_mapping()  # the renderer copies the brief's values into GRPOConfig as the mapping holds them
     grpo, model = data["grpo"], data["model"]
     recommend = dict(recommend or {})
     topo = topology(data, recommend)
@@ -289,7 +289,7 @@ def _steps_per_generation(grpo: dict[str, Any], overrides: dict[str, Any]) -> in
 
 def _model_ref(brief: Brief, run_dir: Path) -> str:
     """model.id as the run directory names it: an embedded model or hub id as is, a local folder relative."""
-    model_id = str(brief.data["model"]["id"])
+    model_id = brief.model.id
     if not model_id.startswith(EMBEDDED_PREFIX) and _is_local_model(model_id, brief.folder):
         return relative_to_run(brief.resolve(model_id), run_dir)
     return model_id
@@ -351,14 +351,13 @@ def _model_entries(model: dict[str, Any], model_ref: str) -> list[Entry]:
 
 def _data_and_reward_entries(brief: Brief, run_dir: Path, reward_attrs: list[str]) -> list[Entry]:
     """TRL's GRPOScriptArguments and DatasetMixtureConfig: the training split and the reward callables."""
-    data_section = brief.data["data"]
-    train = str(data_section["train"])
+    train = brief.data.train
     if _looks_local_data(train):
         path = brief.resolve(train)
         dataset = {"path": LOCAL_DATA_BUILDERS.get(path.suffix, "json"), "data_files": relative_to_run(path, run_dir),
                    "split": "train"}
     else:
-        dataset = {"path": train, "split": data_section.get("split", "train")}
+        dataset = {"path": train, "split": brief.data.split}
     return [
         Entry("datasets", [dataset], "data.train"),
         Entry("reward_funcs", [f"rewards_entry.{a}" for a in reward_attrs], "rewards[*].fn, built in rewards_entry.py"),

@@ -118,26 +118,18 @@ def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, token
     return reward
 
 
-def _specs(brief: Brief) -> list[dict[str, Any]]:
-    return list(brief.data["rewards"])
-
-
 def build_reward_funcs(brief: Brief, tokenizer: Any = None) -> tuple[list[RewardFunc], list[float]]:
     """See `llm_finetuning.rewards.build_reward_funcs`."""
-    max_len = brief.section("grpo").get("max_completion_length", 512)
-    specs = _specs(brief)
+    max_len = brief.grpo.max_completion_length
     funcs = []
-    for i, (spec, occurrence) in enumerate(zip(specs, registry.reward_occurrences(specs), strict=True)):
-        funcs.append(build_reward(spec, brief.folder, occurrence, tokenizer, max_completion_length=max_len,
-                                  where=f"rewards[{i}]"))
-    return funcs, [float(s.get("weight", 1.0)) for s in specs]
+    for i, spec in enumerate(brief.rewards):
+        funcs.append(build_reward(spec.as_mapping(), brief.folder, spec.occurrence, tokenizer,
+                                  max_completion_length=max_len, where=f"rewards[{i}]"))
+    return funcs, [float(s.weight) for s in brief.rewards]
 
 
 def _needs_tokens(brief: Brief) -> bool:
-    for spec in _specs(brief):
-        if spec.get("fn") == "length_penalty" and (spec.get("args") or {}).get("unit", "tokens") == "tokens":
-            return True
-    return False
+    return any(s.fn == "length_penalty" and s.args.get("unit", "tokens") == "tokens" for s in brief.rewards)
 
 
 def load_brief_tokenizer(brief: Brief) -> Any:
@@ -147,7 +139,7 @@ def load_brief_tokenizer(brief: Brief) -> Any:
     try:
         from llm_finetuning.models import load_tokenizer, resolve_model
 
-        return load_tokenizer(resolve_model(brief.data["model"], brief.folder))
+        return load_tokenizer(resolve_model(brief.model, brief.folder))
     except Exception as exc:  # noqa: BLE001 - any failure falls back to characters, loudly
         log.warning("could not load the model's tokenizer (%s); length_penalty counts characters", exc)
         return None

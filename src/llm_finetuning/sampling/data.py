@@ -94,14 +94,14 @@ def load_split(brief: Brief, which: str = "auto") -> DataSplit:
     `data.eval` may be a local file, a hub dataset id, or, when `data.train` is a hub id, the name of
     another split of that dataset (e.g. `test`).
     """
-    data = brief.section("data")
+    data = brief.data
     folder: Path = brief.folder
-    use_eval = which == "eval" or (which == "auto" and data.get("eval"))
-    if use_eval and not data.get("eval"):
+    use_eval = which == "eval" or (which == "auto" and bool(data.eval))
+    if use_eval and not data.eval:
         raise UnusableInput("data.eval is not set", "add held-out prompts as data.eval", "data.eval")
-    spec = str(data["eval"] if use_eval else data["train"])
+    spec = str(data.eval if use_eval else data.train)
     yaml_path = "data.eval" if use_eval else "data.train"
-    train_spec = str(data["train"])
+    train_spec = data.train
     if _is_local(spec, folder):
         path = brief.resolve(spec)
         rows = _read_local(path, yaml_path)
@@ -110,13 +110,13 @@ def load_split(brief: Brief, which: str = "auto") -> DataSplit:
         if use_eval and "/" not in spec and not _is_local(train_spec, folder):
             dataset_id, split = train_spec, spec
         else:
-            dataset_id, split = spec, str(data.get("split") or "train")
+            dataset_id, split = spec, data.split or "train"
         rows = _read_hub(dataset_id, split, yaml_path)
         source = f"{dataset_id}[{split}]"
         digest = sha256_bytes(f"hf-dataset:{source}".encode())
     if not rows:
         raise UnusableInput(f"{yaml_path} ({source}) holds no rows", "add examples", yaml_path)
-    field = str(data.get("prompt_field") or "prompt")
+    field = data.prompt_field
     missing = [i for i, r in enumerate(rows) if field not in r]
     if missing:
         raise UnusableInput(f"{yaml_path} ({source}): row {missing[0]} has no column {field!r} "

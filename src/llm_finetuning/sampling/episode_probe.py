@@ -13,7 +13,6 @@ import json
 import sys
 from pathlib import Path
 
-from llm_finetuning.brief.episode import EpisodeSpec
 from llm_finetuning.errors import Problem, Severity, UnusableInput
 
 
@@ -25,12 +24,12 @@ def probe(brief_path: Path) -> list[Problem]:
     brief, errors = load_brief(brief_path)
     if errors or brief is None:
         return errors
-    spec = EpisodeSpec.of(brief.data)
+    spec = brief.episode
     if spec is None:
         return []
     problems = tool_schema_problems(spec, brief.folder)
     try:
-        tokenizer = load_tokenizer(resolve_model(brief.section("model"), brief.folder))
+        tokenizer = load_tokenizer(resolve_model(brief.model, brief.folder))
     except UnusableInput as exc:
         return problems + [Problem("chat_template_unchecked", "episode.chat_template",
                                    f"the model's tokenizer could not be loaded to check its chat template: "

@@ -14,9 +14,11 @@ share of such groups (TRL logs the same quantity as `frac_reward_zero_std`). Pur
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_finetuning.brief.sections import RewardSpec
 from llm_finetuning.reward_registry import VERIFIERS, is_custom
 
 NOT_SUCCESS_DECIDING = ("length_penalty", "judge")
@@ -29,12 +31,12 @@ MOSTLY_TIED = 0.9
 TRUNCATION_WARN = 0.1
 
 
-def verifier_names(specs: list[dict[str, Any]], names: list[str]) -> list[str]:
+def verifier_names(rewards: Sequence[RewardSpec]) -> list[str]:
     """Names (as scored) of the rewards that decide success."""
-    chosen = [n for s, n in zip(specs, names, strict=True) if s.get("fn") in VERIFIERS or is_custom(str(s.get("fn")))]
+    chosen = [r.name for r in rewards if r.fn in VERIFIERS or is_custom(r.fn)]
     if chosen:
         return chosen
-    return [n for s, n in zip(specs, names, strict=True) if s.get("fn") not in ("length_penalty",)]
+    return [r.name for r in rewards if r.fn not in ("length_penalty",)]
 
 
 def is_success(rewards: dict[str, float | None], verifiers: list[str]) -> bool:

@@ -61,10 +61,10 @@ def settings_from_brief(brief: Brief, k: int, seed_offset: int = 0,
         temperature=decoding.temperature if decoding is not None else now["temperature"],
         greedy=bool(decoding is not None and decoding.greedy),
         max_completion_length=int(max_completion_length or now["max_completion_length"]),
-        max_prompt_length=brief.section("grpo").get("max_prompt_length"),
-        seed=int(brief.section("grpo").get("seed", 0)) + seed_offset,
+        max_prompt_length=brief.grpo.max_prompt_length,
+        seed=int(brief.grpo.seed) + seed_offset,
         top_p=now["top_p"],
-        chat_template_kwargs=dict(brief.section("data").get("chat_template_kwargs") or {}),
+        chat_template_kwargs=dict(brief.data.chat_template_kwargs),
     )
 
 
@@ -95,23 +95,22 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
 
     chosen = choose_backend(backend, endpoint, vllm_installed(), cuda_available() if not endpoint else False)
     data_split = load_split(brief, split)
-    require_columns(brief.section("data"), brief.data["rewards"], data_split.rows,
-                    f"{data_split.yaml_path} ({data_split.source})")
+    require_columns(brief.data, brief.rewards, data_split.rows, f"{data_split.yaml_path} ({data_split.source})")
     settings = settings or settings_from_brief(brief, k, seed_offset)
-    model_section = brief.section("model")
+    model = brief.model
     if system_prompt is None:
-        system_prompt = brief.section("data").get("system_prompt")
+        system_prompt = brief.data.system_prompt
     if indices is None:
         indices = pick_indices(len(data_split.rows), n_prompts, settings.seed)
     prompts = prompts_at(brief, data_split, indices, system_prompt)
     if chosen == "endpoint":  # an episode needs the brief's tokenizer here: the server sees token ids only
-        resolved = resolve_model(model_section, brief.folder) if EpisodeSpec.of(brief.data) is not None else None
-        identity = resolved.identity if resolved is not None else model_identity(model_section, brief.folder)
-        engine = make_backend(chosen, resolved, str(model_section.get("dtype", "bfloat16")), endpoint, endpoint_model)
+        resolved = resolve_model(model, brief.folder) if brief.episode is not None else None
+        identity = resolved.identity if resolved is not None else model_identity(model, brief.folder)
+        engine = make_backend(chosen, resolved, model.dtype, endpoint, endpoint_model)
     else:
-        resolved = resolve_model(model_section, brief.folder)
+        resolved = resolve_model(model, brief.folder)
         identity = resolved.identity
-        engine = make_backend(chosen, resolved, str(model_section.get("dtype", "bfloat16")))
+        engine = make_backend(chosen, resolved, model.dtype)
     started = time.monotonic()
     with SamplingProgress(len(prompts), k, desc=desc) as bar:
         groups = generate_groups(engine, brief, prompts, settings, bar)
@@ -125,7 +124,7 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
 def generate_groups(engine: Any, brief: Brief, prompts: list[SampledPrompt], settings: SamplingSettings,
                     bar: SamplingProgress) -> list[list[Completion]]:
     """k completions a prompt, or k episodes for a tool-use brief: what every sampler of a brief calls."""
-    spec = EpisodeSpec.of(brief.data)
+    spec = brief.episode
     if spec is not None:
         return sample_episodes(engine, brief, spec, prompts, settings, bar)
     return list(engine.generate([p.messages for p in prompts], settings, bar))
@@ -171,7 +170,7 @@ def prompts_at(brief: Brief, data_split: DataSplit, indices: list[int], system_p
         raise UnusableInput(f"{data_split.yaml_path} ({data_split.source}) has {len(data_split.rows)} rows; the "
                             f"prompts to sample name rows up to {max(indices)}",
                             "run `finetune baseline BRIEF` again on the current data", data_split.yaml_path)
-    field_name = str(brief.section("data").get("prompt_field") or "prompt")
+    field_name = brief.data.prompt_field
     return [SampledPrompt(i, data_split.rows[i], build_messages(data_split.rows[i][field_name], system_prompt), [])
             for i in indices]
 
@@ -185,7 +184,7 @@ def score_run(brief: Brief, run: SamplingRun, explain: bool = False) -> None:
 
     from llm_finetuning.rewards import score_rows
 
-    field_name = str(brief.section("data").get("prompt_field") or "prompt")
+    field_name = brief.data.prompt_field
     rows = []
     for p in run.prompts:
         for c in p.completions:

@@ -51,7 +51,7 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     if truncated >= TRUNCATED_WARN:
         results.append(CheckResult(
             ID, WARN, "grpo.max_completion_length", f"{truncated:.0%} of baseline completions were cut at "
-            f"max_completion_length ({brief.section('grpo')['max_completion_length']} tokens)",
+            f"max_completion_length ({brief.grpo.max_completion_length} tokens)",
             "raise grpo.max_completion_length or ask for a shorter answer in the prompt, then run "
             f"`finetune baseline {shown(brief.path)}` again"))
     return results + settings_warnings(brief, b)
@@ -73,7 +73,7 @@ def zero_success_failure(brief: Brief, record: dict[str, Any], figures: str, rew
     message = f"the base model never succeeded ({figures}): every group ties at zero and GRPO has nothing to learn from"
     advice = [a for a in advice if "finetune inspect" not in a] or advice
     if not reward_checked:
-        inspection = shown(brief.resolve(str(brief.section("records").get("inspection"))))
+        inspection = shown(brief.resolve(brief.records.inspection))
         advice.insert(0, f"check the reward first: `finetune inspect {shown(brief.path)}` then `finetune review "
                          f"{inspection}` shows whether it scores right answers as right")
         message += ("; no inspection has checked the reward yet, and a reward that never matches the model's "
@@ -86,7 +86,7 @@ def evaluation_setting_failure(brief: Brief, record: dict[str, Any]) -> CheckRes
     """The record at records.baseline measures an evaluation setting, not the training temperature."""
     decoding = recorded_decoding(record)
     setting = decoding.label if decoding is not None else "an evaluation setting"
-    temperature = float(brief.section("grpo").get("temperature", 1.0))
+    temperature = float(brief.grpo.temperature)
     return CheckResult(
         ID, FAIL, PATH, f"the baseline record was measured at {setting} (`finetune baseline --temperature/--greedy`), "
         f"an evaluation setting: the learning signal is judged at the training temperature (grpo.temperature "

@@ -11,8 +11,8 @@ ID = "generation_hardware"
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    hw = brief.section("hardware")
-    mode, gpus, server = hw["generation"], hw["gpus"], hw["vllm_server_gpus"]
+    hw = brief.hardware
+    mode, gpus, server = hw.generation, hw.gpus, hw.vllm_server_gpus
     if gpus == 0 and mode != "transformers":
         return [CheckResult(ID, FAIL, "hardware.generation", f"{mode} needs a GPU and hardware.gpus is 0",
                             "set `hardware.generation: transformers` for a CPU run")]
@@ -21,8 +21,7 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
             ID, FAIL, "hardware.vllm_server_gpus",
             f"vllm-server takes {server} of the {gpus} GPU(s) on node 1, leaving none to train",
             f"set `hardware.gpus: {server + 1}` or more, or `hardware.generation: vllm-colocate` on one GPU")]
-    raw_hw = brief.raw.get("hardware") or {}
-    if mode != "vllm-server" and "vllm_server_gpus" in raw_hw:
+    if mode != "vllm-server" and brief.states("hardware.vllm_server_gpus"):
         return [CheckResult(ID, WARN, "hardware.vllm_server_gpus", f"is set but generation is {mode}; it is ignored",
                             "remove it, or set `hardware.generation: vllm-server`")]
     detail = {"vllm-colocate": "vLLM shares each training GPU",

@@ -45,10 +45,10 @@ def smallest_fixes(per_device: int, accumulation: int, processes: int, n: int) -
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    grpo, hw = brief.section("grpo"), brief.section("hardware")
-    n = grpo["num_generations"]
-    pd, ga = grpo["per_device_train_batch_size"], grpo["gradient_accumulation_steps"]
-    procs = max(training_processes(hw), 1)
+    grpo = brief.grpo
+    n = grpo.num_generations
+    pd, ga = grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps
+    procs = max(training_processes(brief.hardware), 1)
     total = pd * ga * procs
     formula = f"{pd} per device x {ga} accumulation x {procs} training process(es) = {total}"
     if total % n:

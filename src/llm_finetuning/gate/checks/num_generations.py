@@ -10,7 +10,7 @@ ID = "num_generations"
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    n = brief.section("grpo")["num_generations"]
+    n = brief.grpo.num_generations
     if n < MIN_NUM_GENERATIONS:
         return [CheckResult(ID, FAIL, "grpo.num_generations",
                             f"found {n}; groups under {MIN_NUM_GENERATIONS} give a noisy group baseline",

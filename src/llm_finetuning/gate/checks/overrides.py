@@ -39,14 +39,14 @@ def _normal(key: str, value: Any) -> Any:
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    grpo = brief.section("grpo")
-    overrides: dict[str, Any] = grpo.get("overrides") or {}
-    variant = grpo["variant"]
+    overrides = brief.grpo.overrides
+    variant = brief.grpo.variant
     decided = VARIANT_DECIDES[variant]
     results = []
-    raw_beta = (brief.raw.get("grpo") or {}).get("beta")
-    if "beta" in decided and isinstance(raw_beta, (int, float)) and raw_beta > 0:
-        results.append(CheckResult(ID, FAIL, "grpo.beta", f"found {raw_beta:g}; {variant} trains without the KL term",
+    # only a beta the file writes contradicts the variant: the schema's default is replaced by the variant's 0
+    stated_beta = brief.grpo.beta if brief.states("grpo.beta") else None
+    if "beta" in decided and stated_beta is not None and stated_beta > 0:
+        results.append(CheckResult(ID, FAIL, "grpo.beta", f"found {stated_beta:g}; {variant} trains without the KL term",
                                    "set `grpo.beta: 0` (or remove it: the variant sets beta 0)"))
     for key in sorted(overrides):
         value = overrides[key]

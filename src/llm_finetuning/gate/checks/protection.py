@@ -29,13 +29,13 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     if facts.settings is None:
         found.append(facts.settings_problem or f"{facts.project}/.claude/settings.json does not exist")
     else:
-        found += missing_protection(facts.settings, facts.project, records_folders(brief.data, brief.folder))
+        found += missing_protection(facts.settings, facts.project, records_folders(brief.records.paths(), brief.folder))
     fix = FIX.format(project=facts.project)
     if not found:
         return [CheckResult(ID, PASS, PATH, "inside Claude Code, and the sandbox fences the records and the "
                             "reviewer's key in this project")]
-    opt_out = brief.section("protection")
-    if opt_out.get("required") is False:
+    opt_out = brief.protection
+    if not opt_out.required:
         return [CheckResult(ID, WARN, PATH, f"inside Claude Code without the protection ({'; '.join(found)}); "
-                            f"the brief does without it: {opt_out.get('reason')}", fix)]
+                            f"the brief does without it: {opt_out.reason}", fix)]
     return [CheckResult(ID, FAIL, PATH, f"inside Claude Code, {what}", fix) for what in found]

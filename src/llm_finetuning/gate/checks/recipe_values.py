@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llm_finetuning.brief import RECIPE_BETA, RECIPE_LEARNING_RATE, Brief
+from llm_finetuning.brief import RECIPE_BETA, RECIPE_LEARNING_RATE, Brief, GrpoSpec
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
@@ -28,13 +28,13 @@ def yaml_number(x: float) -> str:
     return f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0') or '0'}"
 
 
-def deviations(grpo: dict[str, Any]) -> list[tuple[str, Any, float]]:
+def deviations(grpo: GrpoSpec) -> list[tuple[str, Any, float]]:
     out = []
-    if grpo["learning_rate"] != RECIPE_LEARNING_RATE:
-        out.append(("learning_rate", grpo["learning_rate"], RECIPE_LEARNING_RATE))
-    beta_ok = grpo["beta"] == RECIPE_BETA or (grpo["variant"] in KL_FREE_VARIANTS and grpo["beta"] == 0)
+    if grpo.learning_rate != RECIPE_LEARNING_RATE:
+        out.append(("learning_rate", grpo.learning_rate, RECIPE_LEARNING_RATE))
+    beta_ok = grpo.beta == RECIPE_BETA or (grpo.variant in KL_FREE_VARIANTS and grpo.beta == 0)
     if not beta_ok:
-        out.append(("beta", grpo["beta"], RECIPE_BETA))
+        out.append(("beta", grpo.beta, RECIPE_BETA))
     return out
 
 
@@ -53,21 +53,21 @@ def _deviation_problem(brief: Brief, ctx: GateContext) -> str:
     return ""
 
 
-def schedule_report(grpo: dict[str, Any]) -> str:
+def schedule_report(s: Schedule) -> str:
     """What learning rate the run will see: `schedule constant, no warm-up: mean learning rate 5.0e-7 over 500 steps`."""
-    s = Schedule.of(grpo)
     mean = s.mean_learning_rate
     share = f" ({mean / s.peak:.0%} of the peak)" if s.peak and abs(mean - s.peak) > 1e-3 * s.peak else ""
     return f"schedule {s.describe()}: mean learning rate {mean:.3g}{share} over {s.max_steps} steps"
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    grpo = brief.section("grpo")
+    grpo = brief.grpo
+    schedule = Schedule.of_spec(grpo)
     found = deviations(grpo)
     if not found:
         return [CheckResult(ID, PASS, "grpo.learning_rate",
-                            f"learning_rate {yaml_number(grpo['learning_rate'])} and beta {yaml_number(grpo['beta'])} "
-                            f"are the recipe's start; {schedule_report(grpo)}")]
+                            f"learning_rate {yaml_number(grpo.learning_rate)} and beta {yaml_number(grpo.beta)} "
+                            f"are the recipe's start; {schedule_report(schedule)}")]
     problem = _deviation_problem(brief, ctx)
     justified_by = ctx.deviation.run_dir if ctx.deviation is not None and not problem else None
     results = []
@@ -78,7 +78,7 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
                 f"set `grpo.{key}: {yaml_number(recipe)}` for the first run; deviate only after `finetune diagnose RUN_DIR` "
                 "called a run of this brief healthy, naming it in `grpo.deviation: RUN_DIR`"))
         else:
-            report = f"; {schedule_report(grpo)}" if key == "learning_rate" else ""
+            report = f"; {schedule_report(schedule)}" if key == "learning_rate" else ""
             results.append(CheckResult(
                 ID, WARN, f"grpo.{key}", f"found {yaml_number(value)}, not the recipe's {yaml_number(recipe)}; justified by the healthy "
                 f"run {justified_by}{report}", "watch the first steps with `finetune diagnose RUN_DIR`"))

@@ -24,7 +24,7 @@ MIN_MEDIAN_SECONDS = 2.0  # below this median a sample, the review was too quick
 
 def _timing_results(brief: Brief, timing: ReviewTiming) -> list[CheckResult]:
     redo = (f"run `finetune inspect {shown(brief.path)}`, then the reviewer runs "
-            f"`finetune review {shown(brief.resolve(brief.data['records']['inspection']))}` and reads every sample")
+            f"`finetune review {shown(brief.resolve(brief.records.inspection))}` and reads every sample")
     if timing.median_seconds is None:
         return [CheckResult(ID, WARN, PATH, "note: the record has no review timings (sealed by an older "
                             "`finetune review`), so how long each sample was read is unknown",

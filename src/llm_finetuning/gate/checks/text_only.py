@@ -10,7 +10,7 @@ ID = "text_only"
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    modality = brief.section("task").get("modality", "text")
+    modality = brief.task.modality
     if modality == "vision":
         return [CheckResult(
             ID, FAIL, "task.modality",

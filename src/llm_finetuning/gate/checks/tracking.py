@@ -19,7 +19,7 @@ PATH = "tracking.report_to"
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    names = list((brief.data.get("tracking") or {}).get("report_to") or [])
+    names = list(brief.tracking.report_to)
     if not names:
         return [CheckResult(ID, PASS, PATH, "no experiment tracker: metrics go to metrics.jsonl only")]
     results = []

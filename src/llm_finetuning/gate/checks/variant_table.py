@@ -17,7 +17,7 @@ MOE_NAME = re.compile(r"(moe|mixtral|[-_]a\d+(\.\d+)?b\b|deepseek-v[23]|gpt-oss|
 
 def model_is_moe(brief: Brief, ctx: GateContext) -> tuple[bool | None, str]:
     """(True/False/None for unknown, where the answer came from)."""
-    arch = brief.section("model")["architecture"]
+    arch = brief.model.architecture
     if arch != "auto":
         return arch == "moe", f"model.architecture: {arch}"
     config = ctx.model_config
@@ -31,8 +31,7 @@ def model_is_moe(brief: Brief, ctx: GateContext) -> tuple[bool | None, str]:
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    grpo = brief.section("grpo")
-    variant, symptom = grpo["variant"], grpo["symptom"]
+    variant, symptom = brief.grpo.variant, brief.grpo.symptom
     moe, source = model_is_moe(brief, ctx)
     results = []
     if variant != "grpo" and symptom != SYMPTOM_OF[variant]:
@@ -53,8 +52,8 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
             "(then set `model.architecture: moe`)"))
     if results:
         return results
-    if moe is None and variant != "gspo" and MOE_NAME.search(str(brief.section("model")["id"])):
-        return [CheckResult(ID, WARN, "model.architecture", f"{source}; the name {brief.section('model')['id']!r} "
+    if moe is None and variant != "gspo" and MOE_NAME.search(brief.model.id):
+        return [CheckResult(ID, WARN, "model.architecture", f"{source}; the name {brief.model.id!r} "
                             "suggests a mixture of experts",
                             "set `model.architecture: moe` and `grpo.variant: gspo` if it is MoE, or "
                             "`model.architecture: dense`")]

@@ -16,11 +16,10 @@ ID = "verifiable_reward"
 
 
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
-    rewards = brief.data["rewards"]
-    verifiers = [f"rewards[{i}] ({r['fn']})" for i, r in enumerate(rewards)
-                 if r["fn"] in VERIFIERS or is_custom(r["fn"])]
-    judges = [i for i, r in enumerate(rewards) if r["fn"] == "judge"]
-    calibration = brief.data["records"]["judge_calibration"]
+    rewards = brief.rewards
+    verifiers = [f"rewards[{i}] ({r.fn})" for i, r in enumerate(rewards) if r.fn in VERIFIERS or is_custom(r.fn)]
+    judges = [i for i, r in enumerate(rewards) if r.is_judge]
+    calibration = brief.records.judge_calibration
     results: list[CheckResult] = []
     if judges and ctx.judge_problems:
         results.append(CheckResult(
@@ -30,7 +29,7 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
             f"follow the eval-harness-first skill: label items by hand, then run `finetune calibrate-judge "
             f"{shown(brief.path)} --labels LABELS.jsonl` (writes {calibration})"))
     if not verifiers and not judges:
-        fns = ", ".join(r["fn"] for r in rewards)
+        fns = ", ".join(r.fn for r in rewards)
         results.append(CheckResult(
             ID, FAIL, "rewards", f"no reward is a verifier (found {fns}): GRPO needs a pass/fail signal computed "
             "from the completion",

@@ -1,0 +1,244 @@
+"""The brief's sections as frozen values, built once by `load_brief` from the validated, defaulted mapping.
+
+Each class mirrors one object of brief.schema.json, field for field (references/brief-fields.md, generated
+from the schema, describes them). Values are taken as the schema validated them, not converted: a
+`weight: 1` stays the int 1, so a spec hashed or rendered from these values is byte for byte the one the
+mapping gave. Lists become tuples, and free-form objects (`rewards[*].args`, `grpo.overrides`,
+`data.chat_template_kwargs`) read-only mappings.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from llm_finetuning import reward_registry as registry
+
+# The schema's enums (a test holds each to its `enum`)
+Modality = Literal["text", "vision"]
+Architecture = Literal["auto", "dense", "moe"]
+Dtype = Literal["bfloat16", "float16", "float32"]
+Adapter = Literal["full", "lora", "qlora"]
+Variant = Literal["grpo", "dapo", "dr_grpo", "gspo"]
+Symptom = Literal["entropy_collapse", "length_reward_correlation", "moe"]
+LrScheduler = Literal["constant", "cosine", "linear"]
+Generation = Literal["vllm-colocate", "vllm-server", "transformers"]
+
+
+class FrozenMapping(Mapping[str, Any]):
+    """A read-only copy of a free-form object of the brief. Unlike `types.MappingProxyType` it pickles and
+    deep-copies, so a Brief does too; it equals a dict with the same items."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, value: Mapping[str, Any] | None = None) -> None:
+        self._items: dict[str, Any] = copy.deepcopy(dict(value or {}))
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"FrozenMapping({self._items!r})"
+
+
+def frozen_mapping(value: Any) -> Mapping[str, Any]:
+    """A read-only copy of a free-form object of the brief (an empty one for None)."""
+    return FrozenMapping(value)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """`task`: what the model should learn."""
+
+    summary: str
+    modality: Modality = "text"
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> TaskSpec:
+        return cls(section["summary"], section["modality"])
+
+
+@dataclass(frozen=True)
+class LoraSpec:
+    """`model.lora`: the adapter's settings (read with `model.adapter` lora or qlora)."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: str | tuple[str, ...] = "all-linear"
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> LoraSpec:
+        targets = section["target_modules"]
+        return cls(section["r"], section["alpha"], section["dropout"],
+                   targets if isinstance(targets, str) else tuple(targets))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """`model`: the policy. Satisfies `models.ModelRef`, so it resolves as it is."""
+
+    id: str
+    revision: str | None = None
+    gguf_file: str | None = None
+    architecture: Architecture = "auto"
+    dtype: Dtype = "bfloat16"
+    adapter: Adapter = "full"
+    lora: LoraSpec = field(default_factory=LoraSpec)
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> ModelSpec:
+        return cls(section["id"], section["revision"], section["gguf_file"], section["architecture"],
+                   section["dtype"], section["adapter"], LoraSpec.of(section["lora"]))
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """`data`: the prompts."""
+
+    train: str
+    eval: str | None
+    split: str
+    prompt_field: str
+    system_prompt: str | None
+    chat_template_kwargs: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> DataSpec:
+        return cls(section["train"], section["eval"], section["split"], section["prompt_field"],
+                   section["system_prompt"], frozen_mapping(section["chat_template_kwargs"]))
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    """One entry of `rewards`, with the metric name TRL logs it under (`fn`, or `fn#2` where `fn` repeats)."""
+
+    fn: str
+    weight: float
+    args: Mapping[str, Any]
+    name: str
+    occurrence: int  # 1 for the first reward with this fn, 2 for the second, ...
+
+    @property
+    def is_judge(self) -> bool:
+        return self.fn == "judge"
+
+    def as_mapping(self) -> dict[str, Any]:
+        """The entry as the defaulted brief holds it: what `rewards.build_reward` takes and records hash."""
+        return {"fn": self.fn, "weight": self.weight, "args": copy.deepcopy(dict(self.args))}
+
+
+def reward_specs(entries: list[dict[str, Any]]) -> tuple[RewardSpec, ...]:
+    """The defaulted `rewards` list as specs, named as `reward_registry.reward_names` names them."""
+    names, occurrences = registry.reward_names(entries), registry.reward_occurrences(entries)
+    return tuple(RewardSpec(e["fn"], e["weight"], frozen_mapping(e["args"]), name, k)
+                 for e, name, k in zip(entries, names, occurrences, strict=True))
+
+
+@dataclass(frozen=True)
+class GrpoSpec:
+    """`grpo`: the GRPO settings. `overrides` are further GRPOConfig kwargs, merged last by the renderer."""
+
+    variant: Variant
+    symptom: Symptom | None
+    num_generations: int
+    learning_rate: float
+    lr_scheduler: LrScheduler
+    warmup_ratio: float
+    beta: float
+    per_device_train_batch_size: int
+    gradient_accumulation_steps: int
+    max_prompt_length: int
+    max_completion_length: int
+    temperature: float
+    max_steps: int
+    gradient_checkpointing: bool
+    logging_steps: int
+    save_steps: int
+    seed: int
+    deviation: str | None
+    overrides: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> GrpoSpec:
+        return cls(**{**section, "overrides": frozen_mapping(section["overrides"])})
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """`hardware`: where the run trains and how it generates."""
+
+    gpus: int
+    nodes: int
+    gpu_memory_gib: float
+    generation: Generation
+    vllm_server_gpus: int
+    vllm_gpu_memory_utilization: float | None
+    compiled_generation: bool
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> HardwareSpec:
+        return cls(**section)
+
+
+@dataclass(frozen=True)
+class RecordsSpec:
+    """`records`: the evidence files, relative to the brief's folder."""
+
+    baseline: str
+    inspection: str
+    judge_calibration: str
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> RecordsSpec:
+        return cls(**section)
+
+    def paths(self) -> tuple[str, ...]:
+        """Every record path, in schema order."""
+        return self.baseline, self.inspection, self.judge_calibration
+
+
+@dataclass(frozen=True)
+class ProtectionSpec:
+    """`protection`: whether the gate requires `finetune protect` inside Claude Code."""
+
+    required: bool
+    reason: str | None
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> ProtectionSpec:
+        return cls(**section)
+
+
+@dataclass(frozen=True)
+class HeldOutEvalSpec:
+    """`held_out_eval`: evaluation during training (`every_steps` 0: off)."""
+
+    every_steps: int
+    prompts: int
+    k: int
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> HeldOutEvalSpec:
+        return cls(**section)
+
+
+@dataclass(frozen=True)
+class TrackingSpec:
+    """`tracking`: the experiment trackers besides metrics.jsonl."""
+
+    report_to: tuple[str, ...]
+    run_name: str | None
+    project: str | None
+
+    @classmethod
+    def of(cls, section: dict[str, Any]) -> TrackingSpec:
+        return cls(tuple(section["report_to"]), section["run_name"], section["project"])
