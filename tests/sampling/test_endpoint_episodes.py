@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from llm_finetuning.brief.episode import EpisodeSpec
 from llm_finetuning.cli import cli
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.models import EMBEDDED_ID, find_embedded_gguf, resolve_model
@@ -39,7 +38,7 @@ def episodes_on(backend: Any, brief: Any, n: int, settings: SamplingSettings) ->
     """One greedy episode for each of the first n eval prompts, through the real loop and `generate_ids`."""
     from llm_finetuning.sampling.data import build_messages, load_split
 
-    spec = EpisodeSpec.of(brief.data)
+    spec = brief.episode
     assert spec is not None
     prepare_tokenizer(backend.tokenizer, spec, brief.folder)
     rows = load_split(brief, "eval").rows[:n]
@@ -58,7 +57,7 @@ def test_greedy_endpoint_episodes_match_the_transformers_backend_token_for_token
     monkeypatch.setenv("LLM_FINETUNING_SAMPLING_BATCH", "1")  # unpadded, as the server runs each request
     brief = tool_brief(tmp_path, str(tiny_model_dir), 16)
     settings = greedy(brief)
-    resolved = resolve_model(brief.section("model"), brief.folder)
+    resolved = resolve_model(brief.model, brief.folder)
     local = episodes_on(make_backend("transformers", resolved, "float32"), brief, 3, settings)
     with ChatServer(tiny_model_dir) as server:
         remote = episodes_on(make_backend("endpoint", resolved, "float32", server.url), brief, 3, settings)
@@ -74,7 +73,7 @@ def test_greedy_endpoint_episodes_match_the_transformers_backend_token_for_token
 def test_a_server_without_token_ids_has_its_text_tokenised_with_the_brief_s_tokenizer(
         tmp_path: Path, tiny_model_dir: Path) -> None:
     brief = tool_brief(tmp_path, str(tiny_model_dir), 16)
-    resolved = resolve_model(brief.section("model"), brief.folder)
+    resolved = resolve_model(brief.model, brief.folder)
     with ChatServer(tiny_model_dir, token_ids=False) as server:
         backend = make_backend("endpoint", resolved, "float32", server.url)
         episodes = episodes_on(backend, brief, 3, greedy(brief))
@@ -130,7 +129,7 @@ def test_a_backend_that_cannot_continue_token_ids_is_refused(tmp_path: Path, tin
     brief = tool_brief(tmp_path, str(tiny_model_dir), 8)
     with ChatServer(tiny_model_dir) as server:
         chat_only = make_backend("endpoint", None, "float32", server.url)  # no tokenizer: chat completions only
-    spec = EpisodeSpec.of(brief.data)
+    spec = brief.episode
     assert spec is not None
     with pytest.raises(UnusableInput) as caught, SamplingProgress(1, 1) as bar:
         sample_episodes(chat_only, brief, spec, [], greedy(brief), bar)
@@ -158,7 +157,7 @@ def test_multi_turn_episodes_of_the_embedded_model_through_an_endpoint(tmp_path:
     monkeypatch.setenv("LLM_FINETUNING_SAMPLING_BATCH", "1")
     brief = tool_brief(tmp_path, EMBEDDED_ID, 96)
     settings = greedy(brief)
-    resolved = resolve_model(brief.section("model"), brief.folder)
+    resolved = resolve_model(brief.model, brief.folder)
     local = episodes_on(make_backend("transformers", resolved, "float32"), brief, 2, settings)
     with ChatServer(Path(resolved.path), served_name="smollm2") as server:
         remote = episodes_on(make_backend("endpoint", resolved, "float32", server.url), brief, 2, settings)

@@ -209,7 +209,7 @@ def test_calls_that_hang_past_the_limit_are_counted_and_reported_in_one_line(
         'import time\n\n\ndef stall(x: int) -> int:\n    """Sleeps past any limit.\n\n    Args:\n'
         '        x: Anything.\n    """\n    time.sleep(5)\n    return x\n', encoding="utf-8")
     brief = load(brief_path)
-    spec = EpisodeSpec.of(brief.data)
+    spec = brief.episode
     assert spec is not None
     call = CALL.format(name="stall", args='{"x": 1}')
     engine = ScriptedEngine(AutoTokenizer.from_pretrained(tiny_model_dir), [call, call, "done<|im_end|>"])
