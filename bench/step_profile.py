@@ -21,6 +21,10 @@ leaves out the regions inside it):
 The floor is what a step cannot do without: generation + reference forward + policy forward + backward +
 optimizer, measured in the same steps; each case reports its median step over that floor.
 
+Disk: each case's run folder is removed once it is measured (--keep-runs keeps them). Full fine-tuning of the
+7B shape still did not fit the lent H200's 64 GiB disk (its random model, then the final checkpoint with the
+optimizer state): measure 7B with LoRA there.
+
 Models: SmolLM2-135M-Instruct with its real weights (`smollm2-135m-real`, the embedded GGUF; it must be
 installed) or models of published shapes with RANDOM weights built on the machine (`smollm2-135m`,
 `qwen2.5-1.5b`, `qwen2.5-7b`; random weights never stop early, so every completion runs to 128 tokens).
@@ -284,11 +288,15 @@ def write_brief(folder: Path, case: dict[str, str], steps: int, cuda: bool, mode
     return path
 
 
+def case_folder(work: Path, case: dict[str, str]) -> Path:
+    return work / f"{case['task']}-{case['shape']}-{case['adapter']}-{case['variant']}"
+
+
 def prepare(case: dict[str, str], work: Path, steps: int, cuda: bool, completion_length: int) -> tuple[Path, Path]:
     """The case's folder (the task's example, its data, records) and its brief; the random model built once."""
     from _synthetic import build_random_model, synthetic_records
 
-    folder = work / f"{case['task']}-{case['shape']}-{case['adapter']}-{case['variant']}"
+    folder = case_folder(work, case)
     shutil.rmtree(folder, ignore_errors=True)
     shutil.copytree(REPO / TASKS[case["task"]], folder,
                     ignore=shutil.ignore_patterns("runs", "evidence", "records", "__pycache__"))
@@ -445,6 +453,8 @@ def main() -> int:
     ap.add_argument("--ran-today", action="append", default=[], metavar="LABEL",
                     help="a merged call whose `new` variants ran today's launch code (no lever yet): named today-*")
     ap.add_argument("--note", action="append", default=[], metavar="LABEL=TEXT", help="what a call's code was")
+    ap.add_argument("--keep-runs", action="store_true",
+                    help="keep each case's run folder (checkpoints, final model); by default it is removed once measured")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ns = ap.parse_args()
     if ns.child:
@@ -515,6 +525,8 @@ def main() -> int:
             shown = {k: v for k, v in entry["variants"][case["variant"]].items() if k != "raw_steps"}
             print(json.dumps(shown), flush=True)
         ns.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")  # kept as it goes
+        if not ns.keep_runs:  # a 7B run's checkpoint and final model alone take most of a 64 GiB disk
+            shutil.rmtree(case_folder(ns.work, case) / "run", ignore_errors=True)
     print(table(result), flush=True)
     return 0
 
