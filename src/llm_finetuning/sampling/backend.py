@@ -31,6 +31,11 @@ class SamplingSettings:
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # data.chat_template_kwargs
     greedy: bool = False
 
+    def sampling_fields(self) -> dict[str, float]:
+        """`temperature` and `top_p` as vLLM's and OpenAI-compatible servers take them: greedy decoding is
+        temperature 0 there (top_p then 1)."""
+        return {"temperature": 0.0 if self.greedy else self.temperature, "top_p": 1.0 if self.greedy else self.top_p}
+
 
 @dataclass
 class Completion:

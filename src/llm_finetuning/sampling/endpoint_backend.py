@@ -94,9 +94,7 @@ class EndpointBackend:
         while len(group) < settings.k:
             payload = {
                 "model": self.model, "messages": messages, "n": settings.k - len(group),
-                # temperature 0 is greedy decoding on OpenAI-compatible servers (vLLM, SGLang, OpenAI)
-                "temperature": 0.0 if settings.greedy else settings.temperature,
-                "top_p": 1.0 if settings.greedy else settings.top_p,
+                **settings.sampling_fields(),  # temperature 0 is greedy on vLLM, SGLang and OpenAI
                 "max_tokens": settings.max_completion_length, "seed": settings.seed + index + attempt * 1_000_003,
             }
             if settings.chat_template_kwargs:  # vLLM's and SGLang's servers pass these to the chat template
@@ -128,8 +126,7 @@ class EndpointBackend:
                       seed: int) -> tuple[list[int], bool]:
         payload = {
             "model": self.model, "prompt": ids, "n": 1, "max_tokens": max_new_tokens,
-            "temperature": 0.0 if settings.greedy else settings.temperature,
-            "top_p": 1.0 if settings.greedy else settings.top_p, "seed": seed,
+            **settings.sampling_fields(), "seed": seed,
             "return_token_ids": True,  # vLLM's server: each choice then carries `token_ids`
         }
         answer = self._request("POST", "/v1/completions", payload, missing_fix=COMPLETIONS_FIX)

@@ -31,8 +31,7 @@ def sampling_params_kwargs(settings: SamplingSettings, prompt_index: int) -> dic
     """
     return {
         "n": settings.k,
-        "temperature": 0.0 if settings.greedy else settings.temperature,
-        "top_p": 1.0 if settings.greedy else settings.top_p,
+        **settings.sampling_fields(),
         "max_tokens": settings.max_completion_length,
         "seed": settings.seed + prompt_index,
     }
@@ -43,8 +42,7 @@ def continuation_params_kwargs(settings: SamplingSettings, max_new_tokens: int, 
     most, sampled as `sampling_params_kwargs` samples (greedy is temperature 0)."""
     return {
         "n": 1,
-        "temperature": 0.0 if settings.greedy else settings.temperature,
-        "top_p": 1.0 if settings.greedy else settings.top_p,
+        **settings.sampling_fields(),
         "max_tokens": max_new_tokens,
         "seed": seed,
     }
