@@ -49,11 +49,6 @@ class FrozenMapping(Mapping[str, Any]):
         return f"FrozenMapping({self._items!r})"
 
 
-def frozen_mapping(value: Any) -> Mapping[str, Any]:
-    """A read-only copy of a free-form object of the brief (an empty one for None)."""
-    return FrozenMapping(value)
-
-
 @dataclass(frozen=True)
 class TaskSpec:
     """`task`: what the model should learn."""
@@ -114,7 +109,7 @@ class DataSpec:
     @classmethod
     def of(cls, section: dict[str, Any]) -> DataSpec:
         return cls(section["train"], section["eval"], section["split"], section["prompt_field"],
-                   section["system_prompt"], frozen_mapping(section["chat_template_kwargs"]))
+                   section["system_prompt"], FrozenMapping(section["chat_template_kwargs"]))
 
 
 @dataclass(frozen=True)
@@ -139,7 +134,7 @@ class RewardSpec:
 def reward_specs(entries: list[dict[str, Any]]) -> tuple[RewardSpec, ...]:
     """The defaulted `rewards` list as specs, named as `reward_registry.reward_names` names them."""
     names, occurrences = registry.reward_names(entries), registry.reward_occurrences(entries)
-    return tuple(RewardSpec(e["fn"], e["weight"], frozen_mapping(e["args"]), name, k)
+    return tuple(RewardSpec(e["fn"], e["weight"], FrozenMapping(e["args"]), name, k)
                  for e, name, k in zip(entries, names, occurrences, strict=True))
 
 
@@ -169,7 +164,7 @@ class GrpoSpec:
 
     @classmethod
     def of(cls, section: dict[str, Any]) -> GrpoSpec:
-        return cls(**{**section, "overrides": frozen_mapping(section["overrides"])})
+        return cls(**{**section, "overrides": FrozenMapping(section["overrides"])})
 
 
 @dataclass(frozen=True)
