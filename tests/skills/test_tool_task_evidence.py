@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from skill_bundle import REPO
 
@@ -43,3 +44,16 @@ def test_the_results_page_names_every_finding_of_the_measured_runs() -> None:
     for run in _result()["runs"].values():
         for finding in run["findings"]:
             assert f"`{finding}`" in section, finding
+
+
+def test_the_kept_run_is_diagnosed_healthy_again(tmp_path: Path) -> None:
+    """`finetune diagnose` on the measured run's own metrics.jsonl and eval.json still finds it healthy."""
+    from llm_finetuning.diagnose import diagnose_run
+
+    run = tmp_path / "deviation"
+    run.mkdir()
+    for name in ("metrics.jsonl", "eval.json"):
+        (run / name).write_bytes((REPO / f"bench/results/tool-task-deviation-{name}").read_bytes())
+    diagnosis = diagnose_run(run)
+    assert diagnosis["healthy"] is True, [f["id"] for f in diagnosis["findings"]]
+    assert _result()["runs"]["deviation"]["healthy"] is True
