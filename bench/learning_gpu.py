@@ -74,10 +74,11 @@ def train_and_measure(name: str, brief: Path, run_dir: Path, out: Path | None = 
         t0 = time.monotonic()
         finetune("launch", str(run_dir))
         train_s = time.monotonic() - t0
-    diag_code = finetune("diagnose", str(run_dir), "--json", expect=(0, 1)).code
     t0 = time.monotonic()
     eval_code = finetune("eval", str(run_dir), expect=(0, 1)).code  # the baseline record's prompts and settings
     eval_s = time.monotonic() - t0
+    # after eval: diagnose reads eval.json's held-out score to tell convergence from entropy collapse
+    diag_code = finetune("diagnose", str(run_dir), "--json", expect=(0, 1)).code
     evaluation = json.loads((run_dir / "eval.json").read_text(encoding="utf-8"))
     metrics = read_metrics(run_dir)
     steps = len(metrics)

@@ -32,7 +32,8 @@ def test_the_readme_quotes_the_measured_floor_ratios_and_first_steps() -> None:
     cold, warm = random_135m["today-render@call2"]["first_step_s"], random_135m["new-render@call2"]["first_step_s"]
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert (f"each step {min(ratios):.2f}x-{max(ratios):.2f}x its floor (generation + reference forward + policy "
-            f"forward, backward, step) at 135M and 1.5B, full and LoRA; first step {cold:.1f} s into an empty compile "
+            f"forward, backward, step) at 135M and 1.5B, full and LoRA, and 7B with LoRA; first step {cold:.1f} s into "
+            f"an empty compile "
             f"cache, {warm:.1f} s from a warm one") in readme
     assert max(ratios) <= 1.5, "issue 29's target: a step within 1.5x of its floor"
 
@@ -89,3 +90,21 @@ def test_the_profiler_counts_each_second_once() -> None:
     assert figures["steps_measured"] == 2  # steps 2 and 3; step 4 saved the checkpoint
     assert figures["floor_s"] == pytest.approx(detailed[1]["regions"]["generation"] +
                                                detailed[1]["regions"]["policy forward"], abs=1e-3)
+
+
+def test_lora_compiled_decoding_wins_at_7b_and_learns_the_same_as_eager() -> None:
+    """Compiled LoRA decoding is rendered at every size measured: 7B ran eager and compiled in one call, and the
+    learning benchmark's LoRA runs (bench/levers_learning_gpu.py) paired compiled against eager on held-out prompts."""
+    cases = json.loads(STEP_PROFILE.read_text(encoding="utf-8"))["cases"]
+    seven = cases["json/qwen2.5-7b/lora"]["variants"]
+    eager, compiled = seven["new-eager@call5"]["step_s"], seven["new-render@call5"]["step_s"]
+    assert seven["new-render@call5"]["cache_implementation"] == "static" and compiled < eager
+    levers = json.loads((REPO / "bench/results/levers-learning-h200.json").read_text(encoding="utf-8"))
+    lora = levers["lora_compiled_against_eager"]
+    low, high = lora["ci95"]
+    assert lora["same"] and low <= 0 <= high
+    assert levers["full_against_before_levers"]["same"]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert (f"at 7B with LoRA {eager / compiled:.2f}x ({eager:.2f} -> {compiled:.2f} s, same call), learning the same "
+            f"(compiled - eager held-out pass@1 {100 * lora['delta_pass_at_1']:+.1f} points, 95% interval "
+            f"{100 * low:+.1f} to {100 * high:+.1f})") in readme
