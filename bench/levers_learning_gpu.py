@@ -6,7 +6,7 @@ also learns the same. On one CUDA GPU, with examples/smollm2-json and the embedd
 
 1. `finetune baseline` on the held-out split (--eval-prompts x --k, as bench/learning_gpu.py);
 2. three runs of the learning benchmark's shape (G=8, batch 8 x 4, 128-token completions, --steps), trained
-   concurrently on the GPU through gate, render, launch, diagnose and `finetune eval`:
+   concurrently on the GPU through gate, render, launch, `finetune eval`, then diagnose (which reads eval.json):
    - `full-render`: full fine-tuning at 3e-5, rendered as today (compiled decoding and every lever). Its
      held-out pass@1 is checked against the hand-written TRL script of bench/results/pipeline-vs-script-h200.json
      (plain GRPOTrainer: eager decoding, no heap freeze, no compile cache; the same task, steps, seed, constant

@@ -48,12 +48,15 @@ this tree; the embedded GGUF was carried in two halves and joined on the machine
     call2: --plan json:smollm2-135m:full:today-render,json:smollm2-135m:full:new-render --compile-cache shared
     call3: --plan arith:smollm2-135m-real:full:today-render,arith:smollm2-135m-real:full:new-render,
                   arith:smollm2-135m-real:lora:new-compiled:8,... --compile-cache shared   (cut by its time limit)
+    (all --steps 10), then: python bench/step_profile.py --out bench/results/step-profile-h200.json --ran-today call1 \
+        --merge call1.json=call1 call2.json=call2 call3.json=call3 --note call1=... --note call2=... --note call3=...
+
+Later calls were added to the file as they came, each variant named VARIANT@callN (call4 is described in the file):
+
     call5: --plan json:qwen2.5-1.5b:lora:new-render:8,json:qwen2.5-7b:lora:new-eager:6,json:qwen2.5-7b:lora:new-render:6
            --compile-cache shared     (a fresh machine; LoRA renders compiled decoding)
     call6: --plan json:qwen2.5-1.5b:lora:new-render:4,json:qwen2.5-7b:lora:new-render:4 --steps 4 --warmup 1
            --compile-cache shared     (straight after call5, its inductor cache kept)
-    (call1-call4 --steps 10; call5 and call6 were added to the file as they came, their variants named VARIANT@callN), then: python bench/step_profile.py --out bench/results/step-profile-h200.json --ran-today call1 \
-        --merge call1.json=call1 call2.json=call2 call3.json=call3 --note call1=... --note call2=... --note call3=...
 """
 
 from __future__ import annotations

@@ -33,8 +33,7 @@ def test_the_readme_quotes_the_measured_floor_ratios_and_first_steps() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert (f"each step {min(ratios):.2f}x-{max(ratios):.2f}x its floor (generation + reference forward + policy "
             f"forward, backward, step) at 135M and 1.5B, full and LoRA, and 7B with LoRA; first step {cold:.1f} s into "
-            f"an empty compile "
-            f"cache, {warm:.1f} s from a warm one") in readme
+            f"an empty compile cache, {warm:.1f} s from a warm one") in readme
     assert max(ratios) <= 1.5, "issue 29's target: a step within 1.5x of its floor"
 
 
