@@ -81,7 +81,7 @@ def test_diagnosis_record_binds_brief_and_metrics_for_the_gate(tmp_path: Path) -
 def test_unhealthy_or_unfinished_runs_do_not_justify_a_deviation(tmp_path: Path) -> None:
     sick = synth.write_run(tmp_path / "sick", synth.kl_climb())
     assert invoke(str(sick))[0] == 1
-    assert any("not diagnosed healthy (findings: kl_blowup)" in p for p in verify_diagnosis(sick))
+    assert any("not diagnosed healthy (the run's findings: kl_blowup)" in p for p in verify_diagnosis(sick))
     live = synth.write_run(tmp_path / "live", synth.healthy(), ended=False)
     assert invoke(str(live))[0] == 0
     assert any("had not ended" in p for p in verify_diagnosis(live))

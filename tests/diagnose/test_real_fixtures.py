@@ -34,7 +34,7 @@ def test_real_healthy_run_is_healthy_and_justifies_a_deviation(tmp_path: Path) -
     run = tmp_path / "run"
     shutil.copytree(FIXTURES / "real-healthy", run)
     result = CliRunner().invoke(cli, ["diagnose", str(run), "--json"])
-    assert result.exit_code == 0 and json.loads(result.stdout) == {"healthy": True, "findings": []}
+    assert result.exit_code == 0 and json.loads(result.stdout) == {"healthy": True, "findings": [], "task": []}
     assert verify_diagnosis(run) == []
 
 

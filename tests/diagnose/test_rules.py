@@ -86,6 +86,36 @@ def test_length_rising_with_a_flat_single_correctness_reward_is_length_bias(tmp_
     assert "length_reward_correlation" in run_rules(tmp_path, rows)
 
 
+def test_a_modest_length_drift_that_no_reward_pays_for_is_not_length_hacking(tmp_path: Path) -> None:
+    rows = synth.vary(synth.healthy(), completions__mean_length=lambda t, r: 120 + 40 * t,
+                      rewards__exact_match__mean=lambda t, r: 0.3, reward=lambda t, r: 0.3)
+    assert "length_reward_correlation" not in run_rules(tmp_path, rows)  # +33%, reward flat
+    paid = synth.vary(rows, rewards__style__mean=lambda t, r: 0.1 + 0.4 * t,
+                      reward=lambda t, r: 0.3 + r["rewards/style/mean"])
+    f = run_rules(tmp_path, paid)["length_reward_correlation"]  # the same +33%, but a reward rises with it
+    assert f.kind == "training" and f.evidence["reward_change"] >= R.REWARD_RISE_MIN
+
+
+def test_rare_successes_are_the_tasks_and_none_at_all_the_runs(tmp_path: Path) -> None:
+    rare = synth.vary(synth.healthy(), frac_reward_zero_std=lambda t, r: 0.75 if r["step"] % 5 == 0 else 1.0,
+                      rewards__exact_match__mean=lambda t, r: 0.03, reward=lambda t, r: 0.03)
+    f = run_rules(tmp_path, rare)["no_signal_all_fail"]
+    assert (f.kind, f.severity, f.evidence["steps_with_signal"]) == ("task", "warning", 8)
+    assert "grpo.deviation" in f.fix and "grpo.num_generations" in f.fix
+    assert run_rules(tmp_path, synth.all_fail())["no_signal_all_fail"].kind == "training"
+
+
+@pytest.mark.parametrize(("edit", "cost"), [
+    ("episode:\n  max_turns: 4\n", "an episode change: makes records/baseline.json and records/inspection.json stale"),
+    ("rewards:\n  - fn: style\n    weight: 0.1\n", "a reward change: makes records/baseline.json"),
+    ("grpo:\n  max_completion_length: 256\n", "changes how the baseline was sampled: a new `finetune baseline`"),
+    ("grpo:\n  learning_rate: 2.5e-07\n", "keeps the records"),
+    ("grpo:\n  variant: dapo\n  symptom: entropy_collapse\n", "keeps the records"),
+])
+def test_every_brief_edit_says_what_it_costs(edit: str, cost: str) -> None:
+    assert (R.edit_cost(edit) or "").startswith(cost)
+
+
 def test_length_that_pays_off_in_correctness_is_not_a_finding(tmp_path: Path) -> None:
     assert run_rules(tmp_path, synth.length_pays_off()) == {}
 
@@ -155,8 +185,12 @@ def test_truncation_with_nothing_terminating_is_an_error(tmp_path: Path) -> None
 
 
 def test_partial_truncation_is_a_warning_and_rare_truncation_nothing(tmp_path: Path) -> None:
-    assert run_rules(tmp_path, synth.truncated(0.4))["truncation"].severity == "warning"
+    f = run_rules(tmp_path, synth.truncated(0.4))["truncation"]
+    assert (f.severity, f.kind) == ("warning", "task")  # held at 40% all run: the base model's rambling
     assert "truncation" not in run_rules(tmp_path, synth.truncated(0.1))
+    climbing = synth.vary(synth.truncated(0.4), completions__clipped_ratio=lambda t, r: 0.05 + 0.5 * t)
+    assert run_rules(tmp_path, climbing)["truncation"].kind == "training"  # the run learned to ramble
+    assert run_rules(tmp_path, synth.truncated(1.0))["truncation"].kind == "training"
 
 
 def test_format_reward_saturating_while_correctness_flat_is_reward_hacking(tmp_path: Path) -> None:

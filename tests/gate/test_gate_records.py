@@ -89,7 +89,7 @@ def test_deviation_justified_by_a_healthy_run_warns(make_brief, monkeypatch: pyt
     assert warn.verdict == "warn" and "justified by the healthy run runs/first" in warn.message
     diagnosed_run(run, False, "gate-fixture")
     [fail] = [c for c in run_gate(path).checks if c.id == "recipe_values"]
-    assert fail.verdict == "fail" and "not diagnosed healthy (findings: kl_blowup)" in fail.message
+    assert fail.verdict == "fail" and "not diagnosed healthy (the run's findings: kl_blowup)" in fail.message
     diagnosed_run(run, True, "another-brief")
     [fail] = [c for c in run_gate(path).checks if c.id == "recipe_values"]
     assert "belongs to brief 'another-brief', not 'gate-fixture'" in fail.message

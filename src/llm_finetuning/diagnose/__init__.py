@@ -16,7 +16,7 @@ from typing import Any
 from llm_finetuning.brief import Brief
 from llm_finetuning.diagnose.context import RunContext, load_context
 from llm_finetuning.diagnose.report import diagnosis_json, diagnosis_record, render_text
-from llm_finetuning.diagnose.rules import FINDING_IDS, RULES, Finding, diagnose, failure_modes
+from llm_finetuning.diagnose.rules import FINDING_IDS, RULES, Finding, diagnose, failure_modes, task_findings
 from llm_finetuning.diagnose.trajectory import Series, Trajectory, load_trajectory
 
 
@@ -38,6 +38,7 @@ __all__ = [
     "diagnosis_json",
     "diagnosis_record",
     "failure_modes",
+    "task_findings",
     "load_context",
     "load_trajectory",
     "render_text",

@@ -11,16 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.diagnose.context import RunContext
-from llm_finetuning.diagnose.rules import Finding, failure_modes
+from llm_finetuning.diagnose.rules import Finding, failure_modes, task_findings
 from llm_finetuning.diagnose.stats import step_ranges
 from llm_finetuning.diagnose.trajectory import Trajectory
 from llm_finetuning.records.diagnosis import DIAGNOSIS_FORMAT
 
 
 def diagnosis_json(findings: list[Finding]) -> dict[str, Any]:
-    """The `--json` object of docs/diagnose.md: `{"healthy", "findings": [{"id", "severity", "steps", ...}]}`; healthy
-    when no finding is a failure mode (an `info` finding such as `converged` says what happened)."""
-    return {"healthy": not failure_modes(findings), "findings": [f.to_json() for f in findings]}
+    """The `--json` object of docs/diagnose.md: `{"healthy", "findings": [{"id", "kind", "severity", ...}], "task"}`;
+    healthy when no finding is a failure mode of the run (an `info` finding such as `converged` says what happened;
+    a `task` finding, listed in "task", what the run should reduce)."""
+    return {"healthy": not failure_modes(findings), "findings": [f.to_json() for f in findings],
+            "task": [f.id for f in task_findings(findings)]}
 
 
 def diagnosis_record(traj: Trajectory, findings: list[Finding], ctx: RunContext, run_dir: Path) -> dict[str, Any]:
@@ -53,20 +55,27 @@ def render_text(traj: Trajectory, findings: list[Finding], run_label: str) -> st
     span = f"{len(traj.steps)} logged steps to step {traj.last_step}, from {traj.source.name}"
     span += "" if traj.ended else ", run not ended"
     problems = failure_modes(findings)
+    task = task_findings(findings)
     if not problems:
-        lines = [f"{run_label}: healthy ({span}). No failure mode found: keep plain GRPO "
+        lines = [f"{run_label}: healthy ({span}). No failure mode of the run found: keep plain GRPO "
                  "(switch variant only when a symptom shows)."]
+        if task:
+            lines.append(f"The task's findings ({', '.join(f.id for f in task)}) are what the base model cannot do "
+                         "yet, what training should reduce: this run can justify a learning run "
+                         f"(`grpo.deviation: {run_label}`).")
     else:
-        lines = [f"{run_label}: {len(problems)} finding(s) ({span})"]
+        lines = [f"{run_label}: {len(problems)} finding(s) of the run ({span})"
+                 + (f", and the task's: {', '.join(f.id for f in task)}" if task else "")]
     for f in findings:
         lines.append("")
-        lines.append(f"{f.severity:<7} {f.id}  steps {step_ranges(f.steps, traj.steps)}")
+        whose = "  (the task's: what training should reduce)" if f in task else ""
+        lines.append(f"{f.severity:<7} {f.id}  steps {step_ranges(f.steps, traj.steps)}{whose}")
         lines.append(f"        {f.evidence.get('message', '')}")
         if f in problems:
             lines.append(f"        variant: {f.variant or '(none: fix the cause, keep the variant)'}")
-        lines.append(f"        {'fix' if f in problems else 'note'}: {f.fix}")
+        lines.append(f"        {'fix' if f in problems or f in task else 'note'}: {f.fix}")
         if f.brief_edit:
-            lines.append("        brief edit:")
+            lines.append(f"        brief edit ({f.cost}):")
             lines.extend(f"          {line}" for line in f.brief_edit.rstrip("\n").splitlines())
     return "\n".join(lines)
 

@@ -2,7 +2,9 @@
 returns a `Finding` or None. Thresholds are module constants, documented where they are defined.
 
 The recipe (skills/grpo-rlvr-training): start with plain GRPO, watch for a specific symptom, and only
-then switch variant. So three rules name a variant (entropy collapse -> DAPO, length-reward correlation
+then switch variant. Findings are of two kinds (docs/diagnose.md): the run's (`training`: a pathology of the
+optimisation, which makes the run unhealthy) and the task's (`task`: what the base model cannot do yet, flat or
+improving, which the run exists to reduce and which leaves the run healthy). So three rules name a variant (entropy collapse -> DAPO, length-reward correlation
 -> Dr.GRPO, MoE -> GSPO, required) and the others name what to fix instead (data, reward, length,
 learning rate), with `variant` null. Rewards are assumed to lie roughly in [0, 1] per function, as the
 built-in ones do; absolute thresholds below are in those units.
@@ -78,8 +80,10 @@ NO_SIGNAL_SHARE = 0.75
 
 # truncation: late-window median of completions/clipped_ratio at or above this (warning)...
 TRUNCATION_RATIO = 0.3
-# ...and an error at or above this, or when no completion terminated (mean_terminated_length 0).
+# ...and an error at or above this, or when no completion terminated (mean_terminated_length 0). A warning is the
+# task's (the base model rambles) unless the ratio climbed at least TRUNCATION_CLIMB from the early window.
 TRUNCATION_ERROR_RATIO = 0.9
+TRUNCATION_CLIMB = 0.2
 
 # reward_hacking: a shaping reward rose at least this much and ends within SATURATED of its maximum...
 HACK_RISE_MIN = 0.2
@@ -92,14 +96,52 @@ REWARD_RISE_MIN = 0.1
 EVAL_TRACK_SHARE = 0.25
 EVAL_GAP_MIN = 0.1
 
+# ...and, with a total reward that did not rise REWARD_RISE_MIN, the length must have grown at least this share
+# (GRPO's length bias drifting): a modest drift that no reward pays for is not length hacking.
+LENGTH_DRIFT_MIN = 0.5
+
 # zero_loss: |loss| and grad_norm at most this on at least ZERO_LOSS_SHARE of the steps.
 ZERO_EPS = 1e-8
 ZERO_LOSS_SHARE = 0.5
 
 
+# The two kinds of finding: a pathology of the run, or what the base model cannot do yet.
+TRAINING = "training"
+TASK = "task"
+
+# What applying a brief edit costs, by the section it changes: the records (baseline, inspection) are bound to
+# the episode, the rewards, the model and the prompts (records/bindings.py), and the baseline to its sampling.
+_STALE_ALL = ("makes records/baseline.json and records/inspection.json stale: a new `finetune baseline`, "
+              "`finetune inspect` and `finetune review` before the next run")
+EDIT_COSTS = {
+    "episode": "an episode change: " + _STALE_ALL,
+    "rewards": "a reward change: " + _STALE_ALL,
+    "model": "a model change: " + _STALE_ALL,
+    "data": "a data change: " + _STALE_ALL,
+}
+_BASELINE_SETTINGS = ("max_completion_length", "temperature")  # records/baseline.py compares them with the brief
+_KEEPS_RECORDS = "keeps the records: gate, render and launch again"
+
+
+def edit_cost(brief_edit: str | None) -> str | None:
+    """What applying `brief_edit` costs: which records it makes stale, or that it keeps them."""
+    if not brief_edit:
+        return None
+    sections = [line.split(":", 1)[0] for line in brief_edit.splitlines() if line and not line[0].isspace()]
+    costly = [EDIT_COSTS[s] for s in sections if s in EDIT_COSTS]
+    if costly:
+        return costly[0]
+    if any(line.strip().startswith(key + ":") for line in brief_edit.splitlines() for key in _BASELINE_SETTINGS):
+        return ("changes how the baseline was sampled: a new `finetune baseline` (the inspection stays), then gate, "
+                "render and launch")
+    return _KEEPS_RECORDS
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One diagnosed failure mode: the steps where it shows, the numbers, the variant and the fix."""
+    """One diagnosed finding: the steps where it shows, the numbers, the variant and the fix. `kind` says whose
+    it is: `training` (a pathology of the run: an error or warning makes the run unhealthy) or `task` (what the
+    base model cannot do yet, which the run should reduce: reported, the run stays healthy)."""
 
     id: str
     severity: Severity  # INFO: what happened, not a failure mode (the run stays healthy)
@@ -109,10 +151,17 @@ class Finding:
     fix: str
     brief_edit: str | None = None  # YAML to merge into the brief
     settings: dict[str, Any] = field(default_factory=dict)  # GRPOConfig values the variant implies
+    kind: str = TRAINING
+
+    @property
+    def cost(self) -> str | None:
+        """What applying the brief edit costs (the records it makes stale), or None without an edit."""
+        return edit_cost(self.brief_edit)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "severity": self.severity, "steps": list(self.steps), "evidence": self.evidence,
-                "variant": self.variant, "fix": self.fix, "brief_edit": self.brief_edit, "settings": self.settings}
+        return {"id": self.id, "kind": self.kind, "severity": self.severity, "steps": list(self.steps),
+                "evidence": self.evidence, "variant": self.variant, "fix": self.fix, "brief_edit": self.brief_edit,
+                "edit_cost": self.cost, "settings": self.settings}
 
 
 def variant_settings(variant: str) -> dict[str, Any]:
@@ -298,6 +347,10 @@ def length_reward_correlation(traj: Trajectory, ctx: RunContext) -> Finding | No
     shaped = correct_name is not None and bool(shaping_components(traj, ctx, correct_name))
     if shaped and (corr_lr is None or corr_lr < LENGTH_REWARD_CORR):
         return None  # length drifts but the total reward does not follow it: no length bias to remove
+    r_change = fitted_change([float(s) for s in reward.steps], list(reward.values)) \
+        if len(reward) >= MIN_TREND_POINTS else 0.0
+    if r_change < REWARD_RISE_MIN and rise / base < LENGTH_DRIFT_MIN:
+        return None  # a modest drift that no reward rise pays for (a run that barely moved): not length hacking
     evidence: dict[str, Any] = {
         "message": (f"mean completion length rose {rise / base:+.0%} ({fmt(base)} -> {fmt(base + rise)} tokens, "
                     f"corr with step {trend:.2f}); correlation of length with reward {fmt(corr_lr, 2)}, with "
@@ -305,6 +358,7 @@ def length_reward_correlation(traj: Trajectory, ctx: RunContext) -> Finding | No
                     f"{c_change:+.3f}"),
         "length_rise": rise / base, "length_step_corr": trend, "length_reward_corr": corr_lr,
         "length_correctness_corr": corr_lc, "correctness": correct_name, "correctness_change": c_change,
+        "reward_change": r_change,
     }
     sample_corr = _sample_length_correlation(ctx, correct_name)
     if sample_corr is not None:
@@ -412,6 +466,16 @@ def _no_signal(traj: Trajectory, ctx: RunContext, want: str) -> Finding | None:
                        "train nothing. To train on, add prompts the trained model does not solve k/k and rerun "
                        "`finetune baseline` on them.")
     if kind == "no_signal_all_fail":
+        with_signal = [s for s, v in zip(fzs.steps, fzs.values, strict=True) if v < 1.0 - ZERO_EPS]
+        if with_signal and level > 0:
+            evidence["steps_with_signal"] = len(with_signal)
+            return Finding(kind, Severity.WARNING, dead, {**evidence, "message": (
+                f"{message}; {len(with_signal)} of {len(fzs)} logged steps had a group that varied: successes are "
+                "rare, not absent (the task's hardness, not the run's failure)")}, None,
+                "What training should reduce, not a failure of this run: the model succeeds rarely, so few groups "
+                "carry an advantage. At the recipe's learning rate those few barely move it; a run at a learning "
+                "rate that learns (`grpo.deviation` naming this run) uses them, and more completions per prompt "
+                "(`grpo.num_generations`) give more of them. Both keep the records.", kind=TASK)
         return Finding(kind, Severity.ERROR, dead, evidence, None,
                        "Base success is zero on these prompts: RL cannot sharpen what the model never does. "
                        "Fine-tune on demonstrations first (SFT, skill lora-qlora-recipes) or use easier prompts, "
@@ -477,6 +541,15 @@ def truncation(traj: Trajectory, ctx: RunContext) -> Finding | None:
            + " (check memory with `finetune memory --brief BRIEF`). If the model rambles rather than needing the "
            "room, add a length_penalty reward instead.")
     edit = f"grpo:\n  max_completion_length: {suggested}\n" if suggested else None
+    early = median(clipped.values[:k])
+    evidence["clipped_ratio_early"] = early
+    if severity == Severity.WARNING and late - early < TRUNCATION_CLIMB:
+        # the base model's rambling, held or easing: the task's, for training to reduce
+        return Finding("truncation", severity, steps, evidence, None,
+                       "What training should reduce, not a failure of this run: the base model runs past the length "
+                       "cap this often, and a run that learns answers sooner. If the answers need more room, raise "
+                       "max_completion_length (it changes how the baseline was sampled: a new baseline).", edit,
+                       kind=TASK)
     return Finding("truncation", severity, steps, evidence, None, fix, edit)
 
 
@@ -652,8 +725,12 @@ def zero_loss(traj: Trajectory, ctx: RunContext) -> Finding | None:
 
 # tool_failures: late-window median share of failed tool calls (TRL's tools/failure_frequency) at or above this.
 TOOL_FAILURE_RATE = 0.3
-# episodes_cut: share of the late steps' logged episodes that still called a tool when they ended.
+# ...and the run's own (not the task's) when the failure rate climbed at least this much over the run.
+TOOL_FAILURE_CLIMB = 0.1
+# episodes_cut: share of the late steps' logged episodes that still called a tool when they ended...
 EPISODES_CUT_SHARE = 0.3
+# ...and the run's own (not the task's) when that share climbed at least this much from the early window.
+EPISODES_CUT_CLIMB = 0.2
 
 
 def _episode_steps(ctx: RunContext) -> dict[int, list[Any]]:
@@ -685,8 +762,9 @@ def _turns_note(ctx: RunContext) -> str:
 
 
 def tool_failures(traj: Trajectory, ctx: RunContext) -> Finding | None:
-    """Tool calls fail (bad arguments, unknown tools, errors, time-outs); an error when the reward rises
-    anyway: the model is rewarded for something other than using the tools."""
+    """Tool calls fail (bad arguments, unknown tools, errors, time-outs). Flat or falling, the task's: what the
+    base model cannot do yet and the run should reduce. The run's own when the reward rises while the failures
+    do not fall (the model is rewarded for something other than using the tools) or when they climb."""
     fails = _failure_series(traj, ctx)
     if len(fails) < 2:
         return None
@@ -697,20 +775,32 @@ def tool_failures(traj: Trajectory, ctx: RunContext) -> Finding | None:
     reward = traj.series("reward")
     rise = fitted_change([float(s) for s in reward.steps], list(reward.values)) \
         if len(reward) >= MIN_TREND_POINTS else 0.0
-    rising = rise >= REWARD_RISE_MIN and fitted_change([float(s) for s in fails.steps], list(fails.values)) >= -0.05
+    trend = fitted_change([float(s) for s in fails.steps], list(fails.values))
+    rising = rise >= REWARD_RISE_MIN and trend >= -0.05
+    worse = trend >= TOOL_FAILURE_CLIMB
     steps = [s for s, v in zip(fails.steps, fails.values, strict=True) if v >= TOOL_FAILURE_RATE]
-    message = (f"median tool-call failure rate over the last {k} logs is {late:.0%}" + _turns_note(ctx)
-               + (f"; the reward rose {fmt(rise)} while the failures did not fall" if rising else ""))
+    message = (f"median tool-call failure rate over the last {k} logs is {late:.0%} (moved {trend:+.2f} over the "
+               "run)" + _turns_note(ctx)
+               + (f"; the reward rose {fmt(rise)} while the failures did not fall" if rising else "")
+               + ("; the failures climbed with the steps" if worse and not rising else ""))
+    evidence = {"message": message, "failure_rate_late": late, "failure_rate_change": trend, "reward_rise": rise}
+    if not (rising or worse):
+        return Finding("tool_failures", Severity.WARNING, steps, evidence, None,
+                       "What training should reduce, not a failure of this run: the base model calls the tools "
+                       "wrongly this often (read the tool messages in completions.jsonl for the errors). A run at a "
+                       "learning rate that learns (`grpo.deviation` naming this run) is the fix that keeps the "
+                       "records; change a tool's schema or docstring only when the errors show the model cannot know "
+                       "the right call (that changes the episode: a new baseline, inspection and review).", kind=TASK)
     fix = ("Read failing episodes in completions.jsonl (the tool messages hold each error): fix the tool's schema "
            "or docstring when the arguments are wrong, raise episode.tool_timeout_s for time-outs, and make the "
            "answer's verifier require the tool's result (a tool_call reward with argument schemas)")
-    return Finding("tool_failures", Severity.ERROR if rising else Severity.WARNING, steps,
-                   {"message": message, "failure_rate_late": late, "reward_rise": rise}, None, fix)
+    return Finding("tool_failures", Severity.ERROR if rising else Severity.WARNING, steps, evidence, None, fix)
 
 
 def episodes_cut(traj: Trajectory, ctx: RunContext) -> Finding | None:
     """Episodes end while the model still calls tools: the turn limit (or the length) cuts them before an
-    answer, often a loop of the same call."""
+    answer. At a share that holds or falls, the task's (the base model loops or answers late); the run's own
+    when the share climbs with the steps (the run is learning to loop)."""
     by_step = sorted(_episode_steps(ctx).items())
     if len(by_step) < 2:
         return None
@@ -719,14 +809,26 @@ def episodes_cut(traj: Trajectory, ctx: RunContext) -> Finding | None:
     share = sum(e.ended_on_call for e in late) / len(late)
     if share < EPISODES_CUT_SHARE:
         return None
+    early = [e for _, eps in by_step[:k] for e in eps]
+    early_share = sum(e.ended_on_call for e in early) / len(early)
     steps = [s for s, eps in by_step if sum(e.ended_on_call for e in eps) / len(eps) >= EPISODES_CUT_SHARE]
     limit = ctx.max_turns
-    message = (f"{share:.0%} of the episodes of the last {k} logged steps ended on a tool call, before an answer"
-               + _turns_note(ctx) + (f" (episode.max_turns {limit})" if limit else ""))
-    fix = ("Read those episodes: the same call repeated is a loop (reward the answer, not the calls); a task that "
-           "needs more calls needs a higher episode.max_turns and grpo.max_completion_length")
-    edit = f"episode:\n  max_turns: {2 * int(limit)}\n" if limit else None
-    return Finding("episodes_cut", Severity.WARNING, steps, {"message": message, "cut_share_late": share}, None, fix, edit)
+    message = (f"{share:.0%} of the episodes of the last {k} logged steps ended on a tool call, before an answer "
+               f"({early_share:.0%} in the first {k})" + _turns_note(ctx)
+               + (f" (episode.max_turns {limit})" if limit else ""))
+    evidence = {"message": message, "cut_share_late": share, "cut_share_early": early_share}
+    raise_turns = (f"raising episode.max_turns (now {limit}) " if limit else "raising episode.max_turns ") + \
+        "is an episode change: it makes the baseline and the inspection stale (a new baseline, inspection and review)"
+    if share - early_share < EPISODES_CUT_CLIMB:
+        return Finding("episodes_cut", Severity.WARNING, steps, evidence, None,
+                       "What training should reduce, not a failure of this run: the base model loops on calls or "
+                       "answers late. A run at a learning rate that learns (`grpo.deviation` naming this run) keeps "
+                       f"the records; {raise_turns}, so do it only when the episodes show the task needs more calls "
+                       "than the limit allows.", kind=TASK)
+    return Finding("episodes_cut", Severity.WARNING, steps, evidence, None,
+                   "The run is learning to end on a call (the share climbed): read those episodes; the same call "
+                   "repeated is a loop the reward pays for (reward the answer, not the calls). If the task needs more "
+                   f"calls, {raise_turns}.")
 
 
 Rule = Callable[[Trajectory, RunContext], "Finding | None"]
@@ -764,5 +866,10 @@ def diagnose(traj: Trajectory, ctx: RunContext | None = None) -> list[Finding]:
 
 
 def failure_modes(findings: list[Finding]) -> list[Finding]:
-    """The findings that are failure modes (errors and warnings): a run with none of them is healthy."""
-    return [f for f in findings if f.severity != Severity.INFO]
+    """The run's failure modes (errors and warnings of kind `training`): a run with none of them is healthy."""
+    return [f for f in findings if f.severity != Severity.INFO and f.kind == TRAINING]
+
+
+def task_findings(findings: list[Finding]) -> list[Finding]:
+    """What the base model cannot do yet (errors and warnings of kind `task`): what the run should reduce."""
+    return [f for f in findings if f.severity != Severity.INFO and f.kind == TASK]

@@ -32,6 +32,7 @@ class Deviation:
     healthy: bool | None  # None: no diagnosis found
     brief_name: str | None
     problem: str = ""
+    task_findings: tuple[str, ...] = ()  # the task's findings (docs/diagnose.md): what the next run should reduce
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,11 @@ def _load_deviation(brief: Brief) -> Deviation | None:
     if not run_dir.is_dir():
         return Deviation(str(ref), None, None, f"run directory {run_dir} does not exist")
     problems = [str(p) for p in verify_diagnosis(run_dir, brief.name)]
-    name = brief.name if not problems else _run_brief_name(run_dir, read_diagnosis(run_dir))
-    return Deviation(str(ref), not problems, name, "; ".join(problems))
+    record = read_diagnosis(run_dir)
+    name = brief.name if not problems else _run_brief_name(run_dir, record)
+    task = record.get("task") if isinstance(record, dict) else None
+    task_ids = tuple(str(t) for t in task) if isinstance(task, list) else ()
+    return Deviation(str(ref), not problems, name, "; ".join(problems), task_ids)
 
 
 def _load_model_config(brief: Brief) -> dict[str, Any] | None:

@@ -35,8 +35,11 @@ def verify_diagnosis(run_dir: str | Path, brief_name: str | None = None) -> list
         return [f"{path} is not a diagnosis of format {DIAGNOSIS_FORMAT}: run `finetune diagnose {root}` again"]
     problems = []
     if record.get("healthy") is not True:
-        ids = ", ".join(str(f.get("id")) for f in record.get("findings", []) if isinstance(f, dict))
-        problems.append(f"{path}: the run was not diagnosed healthy (findings: {ids or 'unknown'})")
+        found = [f for f in record.get("findings", []) if isinstance(f, dict) and f.get("severity") != "info"]
+        own = ", ".join(str(f.get("id")) for f in found if f.get("kind", "training") == "training")
+        task = ", ".join(str(f.get("id")) for f in found if f.get("kind") == "task")
+        problems.append(f"{path}: the run was not diagnosed healthy (the run's findings: {own or 'unknown'}"
+                        + (f"; the task's, which alone would not stop it: {task}" if task else "") + ")")
     if record.get("ended") is not True:
         problems.append(f"{path}: the run had not ended when diagnosed; diagnose it again after it finishes")
     if brief_name is not None and record.get("brief_name") != brief_name:

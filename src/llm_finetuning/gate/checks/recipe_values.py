@@ -1,7 +1,9 @@
 """Learning rate and beta start at the recipe's settled values (5e-7, 0.01).
 
 A deviation is allowed only when `grpo.deviation` names an earlier run of this brief whose
-`finetune diagnose` verdict was healthy; it is then reported as a warning, not a failure.
+`finetune diagnose` verdict was healthy; it is then reported as a warning, not a failure. A run whose only
+findings are the task's (what the base model cannot do yet: failing tool calls, episodes cut, rare successes)
+is healthy, and the warning names those findings as what the deviation run should reduce (docs/gate.md).
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
                             f"are the recipe's start; {schedule_report(schedule)}")]
     problem = _deviation_problem(brief, ctx)
     justified_by = ctx.deviation.run_dir if ctx.deviation is not None and not problem else None
+    task = ctx.deviation.task_findings if ctx.deviation is not None else ()
+    because = (f" (its only findings were the task's, {', '.join(task)}: what the base model cannot do yet, which "
+               "this run should reduce)") if task else ""
     results = []
     for key, value, recipe in found:
         if justified_by is None:
@@ -81,5 +86,5 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
             report = f"; {schedule_report(schedule)}" if key == "learning_rate" else ""
             results.append(CheckResult(
                 ID, WARN, f"grpo.{key}", f"found {yaml_number(value)}, not the recipe's {yaml_number(recipe)}; justified by the healthy "
-                f"run {justified_by}{report}", "watch the first steps with `finetune diagnose RUN_DIR`"))
+                f"run {justified_by}{because}{report}", "watch the first steps with `finetune diagnose RUN_DIR`"))
     return results
