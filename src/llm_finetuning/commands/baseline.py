@@ -166,3 +166,25 @@ def command(brief: Path, n_prompts: int, k: int | None, temperature: float | Non
         click.echo(json.dumps({**written, "path": str(path)}))
     else:
         _print_human(written, verdict, path, training_record_path(loaded))
+        advice = episode_advice(loaded, [c.episode for p in run.prompts for c in p.completions])
+        if advice:
+            click.echo(advice)
+
+
+# At least this share of the baseline's episodes cut at episode.max_turns: say so before the first inspection.
+CUT_ADVICE_SHARE = 0.2
+
+
+def episode_advice(brief: Any, episodes: list[dict[str, Any] | None]) -> str | None:
+    """Before the first inspection, the one time an episode change costs nothing: how many of the baseline's
+    episodes the turn limit cut, and that a change after `finetune inspect` makes both records stale."""
+    eps = [e for e in episodes if isinstance(e, dict)]
+    if brief.episode is None or not eps:
+        return None
+    share = sum(bool(e.get("cut_at_limit")) for e in eps) / len(eps)
+    if share < CUT_ADVICE_SHARE:
+        return None
+    return (f"Episodes: {share:.0%} were cut at episode.max_turns {brief.episode.max_turns} while still calling "
+            "tools. If the task needs more calls than that (read a few in the inspection), raise episode.max_turns "
+            "now, before `finetune inspect`: after it, an episode change makes this baseline and the inspection "
+            "stale (both again, and a new review). Loops of the same call are the task's, for training to reduce.")

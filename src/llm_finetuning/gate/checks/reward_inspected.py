@@ -36,10 +36,19 @@ def _timing_results(brief: Brief, timing: ReviewTiming) -> list[CheckResult]:
                         f"samples{untimed}; a careful read takes longer: ask the reviewer to look again", redo)]
 
 
+def _settle_episode(brief: Brief, problem: str) -> str:
+    """Before the first inspection of a tool-use brief: the episode is bound to the records, so settle it now."""
+    if brief.episode is None or problem != "missing":
+        return ""
+    return (f"; first settle the episode (episode.max_turns {brief.episode.max_turns}, the tools, the chat template): "
+            "the baseline and the inspection are bound to it, and a change after them needs both again")
+
+
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     errors = [p for p in ctx.inspection_problems if p.severity == Severity.ERROR]
     if errors:
-        return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix) for p in errors]
+        return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix + _settle_episode(brief, p.id))
+                for p in errors]
     rec = ctx.inspection
     assert rec is not None  # load_context loads the record whenever it has no problem
     review = rec["review"]
