@@ -6,10 +6,13 @@ smollm2-json: the same task for the embedded SmolLM2-135M-Instruct, scored by a 
               (examples/smollm2-json/person_reward.py); the demo and the GPU learning benchmark use it.
 calculator-tools: "What is <a> * <b>?" for a tool-use episode: the model calls multiply (examples/calculator-tools/
               tools.py) and answers with the number (tool_call + exact_match).
+inventory-tools: "What does one <item> cost, in cents?" (or its stock, or its weight): the model chooses among three
+              lookup tools (examples/inventory-tools/tools.py), held-out items unseen in training.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 from pathlib import Path
@@ -62,6 +65,7 @@ def main() -> None:
     write_jsonl(HERE / "smollm2-json/data/train.jsonl", rows[:1024])
     write_jsonl(HERE / "smollm2-json/data/eval.jsonl", rows[1024:])
     write_calculator(random.Random(26))
+    write_inventory(random.Random(39))
 
 
 # One worked episode before the question: the 135M model copies a call it has seen far more often than it
@@ -89,6 +93,51 @@ def write_calculator(rng: random.Random) -> None:
             for a, b in pairs]
     write_jsonl(HERE / "calculator-tools/data/train.jsonl", rows[:512])
     write_jsonl(HERE / "calculator-tools/data/eval.jsonl", rows[512:])
+
+
+INVENTORY_SYSTEM = "You answer questions about the warehouse with its tools, then reply with the number alone."
+# One worked episode (a stock lookup) before the question: with none, the 135M model never calls a tool (0 of 64
+# episodes on CPU); with it, it copies the call, so choosing another tool and naming another item is what it learns.
+INVENTORY_WORKED = "anvil"
+INVENTORY_QUESTIONS = {"price": "What does one {item} cost, in cents?",
+                       "stock": "How many units of {item} are in stock?",
+                       "weight": "How much does one {item} weigh, in grams?"}
+
+
+def write_inventory(rng: random.Random) -> None:
+    """Every (item, lookup) question after one worked stock lookup; the held-out ones about items no training
+    prompt names."""
+    spec = importlib.util.spec_from_file_location("inventory_tools", Path(__file__).parent / "inventory-tools/tools.py")
+    assert spec is not None and spec.loader is not None
+    tools = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tools)
+    ITEMS, TABLE = tools.ITEMS, tools.TABLE  # noqa: N806 (the tools module's constants)
+
+    items = [i for i in ITEMS if i != INVENTORY_WORKED]
+    rng.shuffle(items)
+    held_out = set(items[:22])
+
+    worked = [{"role": "system", "content": INVENTORY_SYSTEM},
+              {"role": "user", "content": INVENTORY_QUESTIONS["stock"].format(item=INVENTORY_WORKED)},
+              {"role": "assistant", "content": "", "tool_calls": [
+                  {"type": "function", "function": {"name": "stock", "arguments": {"item": INVENTORY_WORKED}}}]},
+              {"role": "tool", "name": "stock", "content": str(TABLE[INVENTORY_WORKED]["stock"])},
+              {"role": "assistant", "content": str(TABLE[INVENTORY_WORKED]["stock"])}]
+
+    def row(item: str, tool: str) -> dict:
+        return {"prompt": worked + [{"role": "user", "content": INVENTORY_QUESTIONS[tool].format(item=item)}],
+                "answer": str(TABLE[item][tool]),
+                "expected_calls": [{"name": tool, "arguments": {
+                    "type": "object", "required": ["item"], "properties": {"item": {"enum": [item]}}}}]}
+
+    rows = [row(item, tool) for item in items for tool in INVENTORY_QUESTIONS]
+    rng.shuffle(rows)
+    write_jsonl(HERE / "inventory-tools/data/train.jsonl", [r for r in rows if _item_of(r) not in held_out])
+    write_jsonl(HERE / "inventory-tools/data/eval.jsonl", [r for r in rows if _item_of(r) in held_out][:64])
+
+
+def _item_of(row: dict) -> str:
+    return row["expected_calls"][0]["arguments"]["properties"]["item"]["enum"][0]
 
 
 if __name__ == "__main__":
