@@ -6,7 +6,7 @@ smollm2-json: the same task for the embedded SmolLM2-135M-Instruct, scored by a 
               (examples/smollm2-json/person_reward.py); the demo and the GPU learning benchmark use it.
 calculator-tools: "What is <a> * <b>?" for a tool-use episode: the model calls multiply (examples/calculator-tools/
               tools.py) and answers with the number (tool_call + exact_match).
-inventory-tools: "What does one <item> cost, in cents?" (or its stock, or its weight): the model chooses among three
+inventory-tools: "What does one <item> cost, in cents?" (or its stock, or its weight): the model chooses among four
               lookup tools (examples/inventory-tools/tools.py), held-out items unseen in training.
 """
 
@@ -96,8 +96,9 @@ def write_calculator(rng: random.Random) -> None:
 
 
 INVENTORY_SYSTEM = "You answer questions about the warehouse with its tools, then reply with the number alone."
-# One worked episode (a stock lookup) before the question: with none, the 135M model never calls a tool (0 of 64
-# episodes on CPU); with it, it copies the call, so choosing another tool and naming another item is what it learns.
+# One worked episode before the question: with none, the 135M model never calls a tool (0 of 64 episodes on CPU).
+# It looks up a shelf, which no question asks for: copying the call is always wrong, so choosing the tool the
+# question names, and the item, is what the model must learn.
 INVENTORY_WORKED = "anvil"
 INVENTORY_QUESTIONS = {"price": "What does one {item} cost, in cents?",
                        "stock": "How many units of {item} are in stock?",
@@ -105,8 +106,8 @@ INVENTORY_QUESTIONS = {"price": "What does one {item} cost, in cents?",
 
 
 def write_inventory(rng: random.Random) -> None:
-    """Every (item, lookup) question after one worked stock lookup; the held-out ones about items no training
-    prompt names."""
+    """Every (item, price/stock/weight) question after one worked shelf lookup; the held-out ones about items no
+    training prompt names."""
     spec = importlib.util.spec_from_file_location("inventory_tools", Path(__file__).parent / "inventory-tools/tools.py")
     assert spec is not None and spec.loader is not None
     tools = importlib.util.module_from_spec(spec)
@@ -118,11 +119,11 @@ def write_inventory(rng: random.Random) -> None:
     held_out = set(items[:22])
 
     worked = [{"role": "system", "content": INVENTORY_SYSTEM},
-              {"role": "user", "content": INVENTORY_QUESTIONS["stock"].format(item=INVENTORY_WORKED)},
+              {"role": "user", "content": f"Which shelf holds the {INVENTORY_WORKED}?"},
               {"role": "assistant", "content": "", "tool_calls": [
-                  {"type": "function", "function": {"name": "stock", "arguments": {"item": INVENTORY_WORKED}}}]},
-              {"role": "tool", "name": "stock", "content": str(TABLE[INVENTORY_WORKED]["stock"])},
-              {"role": "assistant", "content": str(TABLE[INVENTORY_WORKED]["stock"])}]
+                  {"type": "function", "function": {"name": "shelf", "arguments": {"item": INVENTORY_WORKED}}}]},
+              {"role": "tool", "name": "shelf", "content": str(TABLE[INVENTORY_WORKED]["shelf"])},
+              {"role": "assistant", "content": str(TABLE[INVENTORY_WORKED]["shelf"])}]
 
     def row(item: str, tool: str) -> dict:
         return {"prompt": worked + [{"role": "user", "content": INVENTORY_QUESTIONS[tool].format(item=item)}],

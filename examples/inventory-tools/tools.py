@@ -1,5 +1,6 @@
-"""The inventory example's tools: three lookups in one warehouse table, so the model must choose the tool the
-question asks about (price, stock or weight), name the item exactly, and answer with the number returned.
+"""The inventory example's tools: four lookups in one warehouse table, so the model must choose the tool the
+question asks about (price, stock or weight; the worked episode in each prompt uses the fourth, shelf, which no
+question asks for), name the item exactly, and answer with the number returned.
 
 The numbers are drawn once (seeded) and are nowhere in the prompt: an answer is right only by way of the right
 call. An unknown tool argument raises, which the episode hands back to the model as the tool's error.
@@ -15,8 +16,8 @@ ITEMS = ("anvil", "bearing", "bolt", "bracket", "buckle", "cable", "caster", "ch
          "shaft", "shim", "socket", "spacer", "spring", "sprocket", "stud", "swivel", "switch", "tap", "thimble",
          "toggle", "valve", "washer", "wedge", "winch", "yoke")
 _RNG = random.Random(39)
-TABLE = {item: {"price": _RNG.randint(100, 9999), "stock": _RNG.randint(10, 999), "weight": _RNG.randint(5, 4999)}
-         for item in ITEMS}
+TABLE = {item: {"price": _RNG.randint(100, 9999), "stock": _RNG.randint(10, 999), "weight": _RNG.randint(5, 4999),
+                "shelf": _RNG.randint(1, 60)} for item in ITEMS}
 
 
 def _row(item: str) -> dict[str, int]:
@@ -50,3 +51,12 @@ def weight(item: str) -> int:
         item: The item's name, for example "bolt".
     """
     return _row(item)["weight"]
+
+
+def shelf(item: str) -> int:
+    """Look up the number of the shelf that holds one item.
+
+    Args:
+        item: The item's name, for example "bolt".
+    """
+    return _row(item)["shelf"]

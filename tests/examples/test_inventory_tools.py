@@ -1,4 +1,4 @@
-"""examples/inventory-tools: three lookup tools with JSON schemas that raise on unknown items, data that
+"""examples/inventory-tools: four lookup tools with JSON schemas that raise on unknown items, data that
 examples/make_data.py writes (seeded), held-out questions about items no training prompt names, and answers that
 only the right tool's result gives."""
 
@@ -39,7 +39,7 @@ def test_every_tool_yields_a_schema_and_rejects_an_unknown_item() -> None:
     assert brief is not None, errors
     assert brief.episode is not None and tool_schema_problems(brief.episode, brief.folder) == []
     tools = _tools()
-    for name in ("price", "stock", "weight"):
+    for name in ("price", "stock", "weight", "shelf"):
         schema = get_json_schema(getattr(tools, name))["function"]
         assert schema["parameters"]["required"] == ["item"]
         with pytest.raises(KeyError):
@@ -66,5 +66,6 @@ def test_choosing_the_tool_matters_and_held_out_items_are_unseen() -> None:
     for r in held:
         looked_up = getattr(tools, r["expected_calls"][0]["name"])(item(r))
         assert r["answer"] == str(looked_up) and r["answer"] not in json.dumps(r["prompt"])
+        assert r["prompt"][2]["tool_calls"][0]["function"]["name"] == "shelf"  # the worked call is never the answer
         others = [getattr(tools, t)(item(r)) for t in ("price", "stock", "weight") if t != r["expected_calls"][0]["name"]]
         assert str(looked_up) not in {str(o) for o in others}  # another tool's number is a wrong answer
