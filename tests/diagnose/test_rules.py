@@ -97,8 +97,10 @@ def test_a_modest_length_drift_that_no_reward_pays_for_is_not_length_hacking(tmp
 
 
 def test_rare_successes_are_the_tasks_and_none_at_all_the_runs(tmp_path: Path) -> None:
+    # as a recipe run at base pass@1 0.2% logged it: successes only on the steps that had a varying group
     rare = synth.vary(synth.healthy(), frac_reward_zero_std=lambda t, r: 0.75 if r["step"] % 5 == 0 else 1.0,
-                      rewards__exact_match__mean=lambda t, r: 0.03, reward=lambda t, r: 0.03)
+                      rewards__exact_match__mean=lambda t, r: 0.03 if r["step"] % 5 == 0 else 0.0)
+    rare = synth.vary(rare, reward=lambda t, r: r["rewards/exact_match/mean"])
     f = run_rules(tmp_path, rare)["no_signal_all_fail"]
     assert (f.kind, f.severity, f.evidence["steps_with_signal"]) == ("task", "warning", 8)
     assert "grpo.deviation" in f.fix and "grpo.num_generations" in f.fix

@@ -21,8 +21,9 @@ from diagnose import synth  # noqa: E402
 
 def rare_successes() -> list[dict]:
     """A single-turn task at base pass@1 3%: most groups tie at failure, every fifth step one group varies."""
-    return synth.vary(synth.healthy(10), frac_reward_zero_std=lambda t, r: 0.75 if r["step"] % 5 == 0 else 1.0,
-                      rewards__exact_match__mean=lambda t, r: 0.03, reward=lambda t, r: 0.03)
+    rows = synth.vary(synth.healthy(10), frac_reward_zero_std=lambda t, r: 0.75 if r["step"] % 5 == 0 else 1.0,
+                      rewards__exact_match__mean=lambda t, r: 0.03 if r["step"] % 5 == 0 else 0.0)
+    return synth.vary(rows, reward=lambda t, r: r["rewards/exact_match/mean"])
 
 
 def failing_calls() -> list[dict]:
