@@ -1,8 +1,12 @@
 """Hard tool task: the gated pipeline against a hand-written TRL script, same task, steps, seed and evaluator.
 
-examples/inventory-tools: four lookup tools (price, stock, weight; shelf only in the worked episode) over a
-table the prompts never show; the model must choose the tool the question asks about, name the item, and answer with the number returned. On one
+examples/inventory-tools: four lookup tools (price, stock, weight, shelf) over a table the prompts never show;
+the model must choose the tool the question asks about, name the item, and answer with the number returned. On one
 CUDA GPU, the embedded SmolLM2-135M-Instruct with Qwen2.5's tool template, two processes side by side:
+
+First, with `--demos auto`, each design of worked episodes in examples/make_data.py's INVENTORY_DEMOS is measured
+(`finetune baseline`, side by side) and the one with the highest base pass@1 under 10% kept (the data the
+example ships is written with it). Then:
 
 - `pipeline`, as a user follows the gate's and diagnose's advice: `finetune check`, `baseline` (held-out
   prompts x k), `inspect` (50 episodes), a test-only seal (every verdict "agree", sealed as the reviewer

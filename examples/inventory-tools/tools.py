@@ -1,6 +1,6 @@
 """The inventory example's tools: four lookups in one warehouse table, so the model must choose the tool the
-question asks about (price, stock or weight; the worked episode in each prompt uses the fourth, shelf, which no
-question asks for), name the item exactly, and answer with the number returned.
+question asks about (price, stock or weight; the worked episodes before each question look up two shelves, which
+no question asks for, and one stock), name the item exactly, and answer with the number returned.
 
 The numbers are drawn once (seeded) and are nowhere in the prompt: an answer is right only by way of the right
 call. An unknown tool argument raises, which the episode hands back to the model as the tool's error.

@@ -204,3 +204,12 @@ def test_converged_run_exits_0_healthy_and_says_what_happened(tmp_path: Path) ->
     assert "note: Nothing to fix" in out and "variant:" not in out
     code, out, _ = invoke(str(run), "--json")
     assert code == 0 and json.loads(out)["healthy"] is True
+
+
+def test_the_text_report_says_what_each_brief_edit_costs(tmp_path: Path) -> None:
+    run = synth.write_run(tmp_path / "run", synth.entropy_collapse())
+    code, out, _ = invoke(str(run))
+    assert code == 1 and "brief edit (keeps the records: gate, render and launch again):" in out
+    data = json.loads(invoke(str(run), "--json")[1])
+    [f] = [f for f in data["findings"] if f["id"] == "entropy_collapse"]
+    assert (f["kind"], f["edit_cost"]) == ("training", "keeps the records: gate, render and launch again")

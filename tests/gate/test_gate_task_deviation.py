@@ -39,7 +39,7 @@ def diagnosed(brief: Path, rows: list[dict]) -> Path:
         fh.write(json.dumps({"event": "end", "step": rows[-1]["step"]}) + "\n")
     result = CliRunner().invoke(cli, ["diagnose", str(run), "--brief", str(brief)])
     assert result.exit_code == 0, result.output  # healthy: the task's findings do not stop the run
-    assert "this run can justify a learning run" in result.output
+    assert f"this run can justify a learning run (`grpo.deviation: {run}`" in result.output
     return run
 
 

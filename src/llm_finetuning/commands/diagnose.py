@@ -101,5 +101,5 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
     if as_json:
         click.echo(json.dumps(diagnosis_json(findings), indent=2))
     else:
-        click.echo(render_text(traj, findings, f"finetune diagnose {run_dir}"))
+        click.echo(render_text(traj, findings, f"finetune diagnose {run_dir}", str(run_dir)))
     sys.exit(EXIT_REJECTED if failure_modes(findings) else EXIT_OK)

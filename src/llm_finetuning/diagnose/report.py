@@ -50,8 +50,9 @@ def diagnosis_record(traj: Trajectory, findings: list[Finding], ctx: RunContext,
     }
 
 
-def render_text(traj: Trajectory, findings: list[Finding], run_label: str) -> str:
-    """Human output: a verdict line, then per finding its evidence, variant, fix and brief edit."""
+def render_text(traj: Trajectory, findings: list[Finding], run_label: str, run_dir: str = "RUN_DIR") -> str:
+    """Human output: a verdict line, then per finding its evidence, variant, fix and brief edit (with its cost);
+    `run_dir` is the run as `grpo.deviation` would name it."""
     span = f"{len(traj.steps)} logged steps to step {traj.last_step}, from {traj.source.name}"
     span += "" if traj.ended else ", run not ended"
     problems = failure_modes(findings)
@@ -62,7 +63,7 @@ def render_text(traj: Trajectory, findings: list[Finding], run_label: str) -> st
         if task:
             lines.append(f"The task's findings ({', '.join(f.id for f in task)}) are what the base model cannot do "
                          "yet, what training should reduce: this run can justify a learning run "
-                         f"(`grpo.deviation: {run_label}`).")
+                         f"(`grpo.deviation: {run_dir}`, the path from the brief's folder).")
     else:
         lines = [f"{run_label}: {len(problems)} finding(s) of the run ({span})"
                  + (f", and the task's: {', '.join(f.id for f in task)}" if task else "")]
