@@ -107,12 +107,16 @@ def diagnosis_note(record: Any) -> str:
     if not isinstance(record, dict) or not isinstance(record.get("findings"), list):
         return "no diagnosis.json (see the report above)"
     findings = [f for f in record["findings"] if isinstance(f, dict)]
-    problems = [f"{f.get('id')} ({f.get('severity')})" for f in findings if f.get("severity") != Severity.INFO]
+    failing = [f for f in findings if f.get("severity") != Severity.INFO]
+    problems = [f"{f.get('id')} ({f.get('severity')})" for f in failing if f.get("kind", "training") == "training"]
+    task = [str(f.get("id")) for f in failing if f.get("kind") == "task"]
     infos = [f for f in findings if f.get("severity") == Severity.INFO]
     notes = [f"{f.get('id')}: {f.get('evidence', {}).get('because') or f.get('evidence', {}).get('message', '')}"
              for f in infos]
     if any(f.get("id") == "converged" for f in infos):
         notes.append("entropy fell because the policy settled on answers that score: convergence, not entropy collapse")
+    if task:
+        notes.append(f"the task's (what training should reduce): {', '.join(task)}")
     verdict = f"findings: {', '.join(problems)}" if problems else "healthy"
     return "; ".join([verdict, *notes]) + ("; see the report above" if problems else "")
 

@@ -64,6 +64,8 @@ def test_diagnosis_note_says_what_a_converged_run_means() -> None:
         "healthy; converged: held-out pass@1 rose from 20.0% to 60.0%, better beyond the noise (`finetune eval`, "
         "eval.json); entropy fell because the policy settled on answers that score: convergence, not entropy collapse")
     assert diagnosis_note({"healthy": True, "findings": []}) == "healthy"
+    task = {"healthy": True, "findings": [{"id": "tool_failures", "kind": "task", "severity": "warning"}]}
+    assert diagnosis_note(task) == "healthy; the task's (what training should reduce): tool_failures"
     collapsed = {"healthy": False, "findings": [{"id": "entropy_collapse", "severity": "error"}]}
     assert diagnosis_note(collapsed) == "findings: entropy_collapse (error); see the report above"
     too_easy = {"healthy": False, "findings": [{"id": "no_signal_all_pass", "severity": "warning"},

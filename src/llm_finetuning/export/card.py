@@ -126,7 +126,8 @@ def _diagnosis_section(ev: Evidence) -> list[str]:
     out.append("`finetune diagnose` found:")
     for f in findings:
         variant = f" (variant to try: {f['variant']})" if f.get("variant") else ""
-        out.append(f"- `{f.get('id')}` ({f.get('severity')}){variant}")
+        whose = ", the task's: what training should reduce" if f.get("kind") == "task" else ""
+        out.append(f"- `{f.get('id')}` ({f.get('severity')}{whose}){variant}")
     return out + [""]
 
 
