@@ -45,24 +45,40 @@ parsing. Code run as the user outside Claude Code is not seen at all.
 
 from __future__ import annotations
 
+# Every import happens here, before the guard reads the call or the project: hooks/guard starts Python
+# isolated (`-I -S`: no working directory, PYTHONPATH, user or site packages on sys.path), and nothing is
+# imported later, so no module the agent writes into a project can run in the guard's process.
+import base64
+import binascii
+import fnmatch
 import functools
-import hashlib
 import json
 import os
 import re
 import signal
 import stat
+import subprocess
 import sys
+import tarfile
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+PLUGIN_ROOT = Path(__file__).resolve().parent.parent
+PLUGIN_SRC = PLUGIN_ROOT / "src"  # the plugin is this repository: its own copy of the package's code
+if str(PLUGIN_SRC) not in sys.path:
+    sys.path.insert(0, str(PLUGIN_SRC))
+try:  # the package's hashing, manifest check and record writers: standard library only, so safe to import here
+    from llm_finetuning import integrity
+except ImportError:  # a plugin folder without src/: main() denies every call that names what the guard protects
+    integrity = None  # type: ignore[assignment]
 
 PREFIX = "llm-finetuning guard"
 HOOK_TIMEOUT_S = 60  # hooks/hooks.json's timeout: past it Claude Code lets the call through
 # The deadline denies before that timeout, whatever LLM_FINETUNING_GUARD_DEADLINE_S asks for.
 DEADLINE_S = min(float(os.environ.get("LLM_FINETUNING_GUARD_DEADLINE_S") or 45), HOOK_TIMEOUT_S - 10)
 FILE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
-PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 # Words whose presence in a call (also hidden in escapes, base64 or concatenated literals) means it may touch
 # what the guard protects: then a construct the guard cannot judge, or an internal error, denies the call.
 PROTECTED_WORDS = re.compile(
@@ -72,8 +88,8 @@ PROTECTED_WORDS = re.compile(
 RECORD_MARKER = re.compile(r'"format"\s*:\s*"llm-finetuning/')
 RECORDS_API = re.compile(r"llm_finetuning\.records|from\s+llm_finetuning\s+import\s+[^\n]*\brecords\b|"
                          r"llm_finetuning\.commands\.review")
-RECORD_WRITERS = re.compile(r"\b(seal|set_verdict|save_progress|create_inspection|write_baseline|atomic_write_\w+|"
-                            r"write_calibration)\b")
+# The package's record-writing functions, as `integrity.writes_records` marks them where they are defined.
+RECORD_WRITERS = re.compile(r"\b(" + "|".join(sorted(integrity.RECORD_WRITERS if integrity else ("seal",))) + r")\b")
 REVIEW = re.compile(r"finetune['\"]?\s*,?\s*['\"]?review\b|llm_finetuning(?:\.cli)?['\"]?\s*,?\s*['\"]?review\b|"
                     r"\brun_review\b")
 # Code that trains a policy itself instead of through `finetune launch`.
@@ -275,8 +291,6 @@ def protected_inside(folder: Path, budget: Budget) -> str | None:
 def expand_glob(here: Path, pattern: str, budget: Budget) -> list[Path]:
     """The paths an unquoted shell glob names (bash's rules: no match leaves the word as it is), listing at most
     the budget's entries. Raises TooLarge past it."""
-    import fnmatch
-
     pattern = os.path.expanduser(pattern)
     current = [Path("/") if pattern.startswith("/") else here]
     for part in [p for p in pattern.split("/") if p]:
@@ -656,8 +670,6 @@ def revealed(text: str) -> str:
     codes = re.findall(r"\b(?:chr|fromCharCode|char)\s*\(\s*([0-9, ]+)\)", text)
     codes += re.findall(r"\[\s*((?:\d{2,3}\s*,\s*){3,}\d{2,3})\s*\]", text)  # [114, 101, 99, ...]
     views.append("".join(chr(int(c) % 0x110000) for group in codes for c in group.split(",") if c.strip().isdigit()))
-    import base64
-    import binascii
 
     for blob in re.findall(r"[A-Za-z0-9+/_-]{12,}={0,2}", text):
         for decode in (base64.b64decode, base64.urlsafe_b64decode, bytes.fromhex):
@@ -1156,9 +1168,6 @@ def judge_archive(call: Call, prog: str, words: list[Word], here: Path) -> None:
 
 def archive_members(path: Path) -> list[str] | None:
     """The member names of a tar or zip archive (at most GLOB_BUDGET), or None when it cannot be read."""
-    import tarfile
-    import zipfile
-
     if not regular_file(path):
         return None
     try:
@@ -1339,71 +1348,79 @@ def check_file_tool(tool: str, tool_input: dict[str, Any], here: Path) -> None:
 # --- launches ------------------------------------------------------------------------------------------------
 
 
-def _sha256(path: Path) -> str | None:
-    h = hashlib.sha256()
-    try:
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError:
-        return None
-    return h.hexdigest()
+MISMATCH_PHRASES = {"missing_file": "{key} was edited or removed after rendering",
+                    "edited_file": "{key} was edited or removed after rendering",
+                    "brief_missing": "the brief {brief} changed after rendering",
+                    "brief_changed": "the brief {brief} changed after rendering",
+                    "record_changed": "{key} ({rel}) changed after rendering"}
 
 
 def manifest_problems(run_dir: Path) -> tuple[dict[str, Any] | None, list[str]]:
-    """The manifest and every sha256 in it that no longer holds."""
+    """The manifest and every sha256 in it that no longer holds (`integrity`, as `finetune launch` checks it)."""
     path = run_dir / "manifest.json"
     if not path.is_file():
         return None, ["it has no manifest.json: it was not rendered by `finetune render` after a passing gate"]
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-        files = dict(manifest["files"])
-        brief = manifest["brief"]
-        records = dict(manifest.get("records", {}))
-        fingerprint = manifest["gate_fingerprint"]
-        assert isinstance(brief["path"], str) and isinstance(brief["sha256"], str) and isinstance(fingerprint, str)
-    except (OSError, ValueError, KeyError, TypeError, AssertionError):
+        manifest = integrity.read_manifest_json(run_dir)
+    except (OSError, ValueError):
+        manifest = None
+    fields = integrity.manifest_fields(manifest)
+    if fields is None:
         return None, [f"{path} is not a manifest written by `finetune render`"]
+    files, brief, digest, records, _ = fields
     problems = []
-    for name, digest in sorted(files.items()):
-        if _sha256(run_dir / name) != digest:
-            problems.append(f"{name} was edited or removed after rendering")
-    if _sha256(run_dir / brief["path"]) != brief["sha256"]:
-        problems.append(f"the brief {brief['path']} changed after rendering")
-    for key, rec in sorted(records.items()):
-        if isinstance(rec, dict) and _sha256(run_dir / str(rec.get("path"))) != rec.get("sha256"):
-            problems.append(f"records.{key} ({rec.get('path')}) changed after rendering")
+    for m in integrity.manifest_mismatches(run_dir, files, brief, digest, records):
+        rel = records.get(m.key.removeprefix("records."), {})
+        problems.append(MISMATCH_PHRASES[m.kind].format(key=m.key, brief=brief,
+                                                         rel=rel.get("path") if isinstance(rel, dict) else None))
     return manifest, problems
 
 
+def gate_commands(brief: Path) -> list[list[str]]:
+    """The ways to run `finetune gate BRIEF --json` in an isolated interpreter (`-I`: the working directory,
+    PYTHONPATH and user site never on sys.path), in order: the Python of a `finetune` installed on PATH (never
+    the plugin's launcher, whose `python3 -m` would put the project first on sys.path), the guard's own Python,
+    the private environment `llm-finetuning-setup` builds."""
+    tail = ["-I", "-m", "llm_finetuning.cli", "gate", str(brief), "--json"]
+    pythons = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        exe = Path(folder or ".") / "finetune"
+        if folder and os.path.isabs(folder) and regular_file(exe) and os.access(exe, os.X_OK):
+            first = read_text(exe, 4096).split("\n", 1)[0]
+            if first.startswith("#!") and "python" in first and "llm-finetuning-plugin-launcher" not in read_text(exe, 4096):
+                pythons.append(first[2:].strip().split()[0])
+                break
+    pythons.append(sys.executable)
+    data = os.environ.get("CLAUDE_PLUGIN_DATA")
+    if data:
+        pythons.append(str(Path(data) / "venv" / "bin" / "python"))
+    return [[exe, *tail] for exe in dict.fromkeys(pythons) if exe and os.path.isabs(exe)]
+
+
 def gate_verdict(brief: Path) -> dict[str, Any]:
-    """The gate's JSON report for the brief: in process when llm_finetuning imports, else through the CLI."""
-    if sys.flags.no_site:
-        import site
-
-        site.main()  # the guard starts without site-packages for speed; the gate needs them
-    try:
-        from llm_finetuning.gate import run_gate
-    except ImportError:
-        return _gate_through_cli(brief)
-    report: dict[str, Any] = run_gate(brief).to_json()
-    return report
-
-
-def _gate_through_cli(brief: Path) -> dict[str, Any]:
-    import shutil
-    import subprocess
-
-    exe = shutil.which("finetune") or str(Path(__file__).resolve().parent.parent / "bin" / "finetune")
-    proc = subprocess.run([exe, "gate", str(brief), "--json"], capture_output=True, text=True, timeout=DEADLINE_S - 5)
-    try:
-        report = json.loads(proc.stdout)
-    except ValueError:
-        reason = (proc.stderr or proc.stdout).strip()[:500] or f"`finetune gate` exited {proc.returncode}"
-        raise Denied(f"the gate cannot be run here ({reason}). Fix: install the CLI with `llm-finetuning-setup`") from None
-    if not isinstance(report, dict):
-        raise Denied("`finetune gate --json` did not print a report. Fix: reinstall with `llm-finetuning-setup`")
-    return report
+    """The gate's JSON report for the brief, from a child interpreter started isolated (never in this process:
+    the gate's imports happen after the project is read)."""
+    tried = []
+    for command in gate_commands(brief):
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=DEADLINE_S - 5, cwd=brief.parent,
+                                  stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            tried.append(f"{command[0]}: {exc.strerror or exc}")
+            continue
+        if "No module named llm_finetuning" in proc.stderr:
+            tried.append(f"{command[0]} has no llm_finetuning")
+            continue
+        try:
+            report = json.loads(proc.stdout)
+        except ValueError:
+            reason = (proc.stderr or proc.stdout).strip()[:500] or f"`finetune gate` exited {proc.returncode}"
+            raise Denied(f"the gate cannot be run here ({reason}). Fix: install the CLI with `llm-finetuning-setup`") from None
+        if not isinstance(report, dict):
+            raise Denied("`finetune gate --json` did not print a report. Fix: reinstall with `llm-finetuning-setup`")
+        return report
+    raise Denied(f"the gate cannot be run here ({'; '.join(tried) or 'no Python found'}). "
+                 "Fix: install the CLI with `llm-finetuning-setup`")
 
 
 def run_dir_problems(run_dir: Path) -> list[str]:
@@ -1492,6 +1509,8 @@ def main() -> int:
         event = json.loads(raw[0] or "{}")
         if not isinstance(event, dict):
             raise ValueError("the hook input is not a JSON object")
+        if integrity is None:
+            raise ImportError(f"the guard's shared code {PLUGIN_SRC}/llm_finetuning/integrity.py is missing")
         reason = decide(event)
     except Exception as exc:  # noqa: BLE001 - fail closed on what names what the guard protects
         reason = unjudged(call_text(raw[0]), f"{type(exc).__name__}: {exc}")

@@ -19,8 +19,12 @@ from typing import Any
 
 from llm_finetuning.errors import UnusableInput
 
+# the sha256 of a file is the guard's too (hooks/guard.py imports integrity alone)
+from llm_finetuning.integrity import sha256_file as sha256_file
+from llm_finetuning.integrity import sha256_file_or_none as sha256_file_or_none
+from llm_finetuning.integrity import writes_records
+
 MAX_RECORD_BYTES = 64 << 20
-_CHUNK = 1 << 20
 
 
 # --- places and names ------------------------------------------------------------------------------
@@ -72,25 +76,9 @@ def sha256_json(obj: Any) -> str:
     return sha256_bytes(canonical_json(obj))
 
 
-def sha256_file(path: Path | str) -> str:
-    """sha256 of a file's bytes, read in chunks (OSError when it cannot be read)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def sha256_file_or_none(path: Path | str) -> str | None:
-    """`sha256_file`, or None when the file cannot be read."""
-    try:
-        return sha256_file(path)
-    except OSError:
-        return None
-
-
 # --- writing ----------------------------------------------------------------------------------------
 
+@writes_records
 def atomic_write_bytes(path: Path | str, data: bytes, mode: int | None = None) -> None:
     """Write `data` to `path` so that readers never see a partial file. The file is private (0600, as
     `mkstemp` makes it) unless `mode` is given."""
@@ -114,11 +102,13 @@ def atomic_write_bytes(path: Path | str, data: bytes, mode: int | None = None) -
     fsync_dir(path.parent)
 
 
+@writes_records
 def atomic_write_text(path: Path | str, text: str, mode: int | None = None) -> None:
     """`atomic_write_bytes` of `text` in UTF-8, newlines as given."""
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
+@writes_records
 def atomic_write_json(path: Path | str, obj: Any) -> None:
     """A JSON object as records are written: indented, sorted keys, UTF-8, no NaN."""
     text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"

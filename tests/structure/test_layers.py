@@ -19,9 +19,9 @@ PACKAGE = Path(llm_finetuning.__file__).resolve().parent
 ROOT = "llm_finetuning"
 
 # Imported by every layer: the error values, the file helpers, the places of keys and project settings
-# (`locations`) and the package's `__version__`.
-FOUNDATION = {"errors", "fileio", "locations", ROOT}
-FOUNDATION_MODULES = ("errors", "fileio", "locations")
+# (`locations`), what the plugin's guard shares with the package (`integrity`) and the package's `__version__`.
+FOUNDATION = {"errors", "fileio", "locations", "integrity", ROOT}
+FOUNDATION_MODULES = ("errors", "fileio", "locations", "integrity")
 
 # What each layer may import besides itself and FOUNDATION. A target is a module path below the package and
 # covers everything under it ("rewards.sources" allows that module only, "brief" the whole package).
@@ -122,6 +122,7 @@ LAYERS: dict[str, set[str]] = {
     "fileio": set(),
     "errors": set(),
     "locations": set(),
+    "integrity": set(),
 }
 # Layers whose module-level imports (followed through the package) must reach no ML library.
 CORE = ("cli", "commands", "brief", "gate", "render", "rewards", "records", "diagnose", "memory", "errors",
@@ -314,7 +315,7 @@ def test_every_allowed_edge_is_used() -> None:
 def test_the_bottom_imports_nothing_of_the_package() -> None:
     found = [f"{imp.where()} imports {imp.target}" for imp in graph()
              if imp.source and layer_of(imp.source) in BOTTOM and own(imp.target)
-             and imp.target not in ("errors", "fileio", ROOT) and layer_of(imp.target) != layer_of(imp.source)]
+             and imp.target not in ("errors", "fileio", "integrity", ROOT) and layer_of(imp.target) != layer_of(imp.source)]
     assert not found, "\n".join(found)
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, sha256_json, shown, utc_now
+from llm_finetuning.integrity import writes_records
 from llm_finetuning.records.bindings import current_bindings, stale_problems
 
 FORMAT = "llm-finetuning/baseline@1"
@@ -217,6 +218,7 @@ def _structure_problem(rec: dict[str, Any]) -> str:
     return ""
 
 
+@writes_records
 def write_baseline(path: Path, record: dict[str, Any]) -> dict[str, Any]:
     """Check the record's fields and write it atomically with its digest. Returns what was written."""
     rec = {k: v for k, v in record.items() if k != "digest"}

@@ -55,6 +55,7 @@ from llm_finetuning.fileio import (
     shown,
     utc_now,
 )
+from llm_finetuning.integrity import writes_records
 from llm_finetuning.records import KINDS, signing
 from llm_finetuning.records.bindings import current_bindings, stale_problems
 
@@ -88,6 +89,7 @@ def _sample_line(sample: dict[str, Any]) -> bytes:
     return json.dumps(sample, ensure_ascii=False, sort_keys=True, allow_nan=False).encode("utf-8") + b"\n"
 
 
+@writes_records
 def create_inspection(brief: Brief, samples: list[dict[str, Any]], record_path: Path,
                       model_identity: str | None) -> dict[str, Any]:
     """Write the samples file and the unreviewed record bound to the brief's rewards, code and model.
@@ -212,6 +214,7 @@ def _known_seconds(value: Any) -> float | None:
     return float(value)
 
 
+@writes_records
 def set_verdict(record: dict[str, Any], sample_id: str, verdict: str, note: str = "",
                 seconds: float | None = None) -> dict[str, Any]:
     """Record the person's verdict on one sample (in memory; `save_progress` writes it).
@@ -281,6 +284,7 @@ def stdin_terminal() -> str | None:
         return None
 
 
+@writes_records
 def save_progress(path: Path, record: dict[str, Any]) -> None:
     """Write an unsealed record atomically (a review can stop and resume)."""
     if is_sealed(record):
@@ -354,6 +358,7 @@ def reviewer_key(record_path: Path, reviewer: str, key_path: Path | None = None)
     return ReviewerKey(key, public, created, target)
 
 
+@writes_records
 def seal(path: Path, reviewer: str, key: ReviewerKey | None = None) -> dict[str, Any]:
     """Seal a fully reviewed record: reviewer, time, OS user, terminal, seconds a sample, a sha256 over all of
     it, and the signature of `key` (default: `reviewer_key(path, reviewer)`). Returns the record."""

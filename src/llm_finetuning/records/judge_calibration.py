@@ -19,6 +19,7 @@ from typing import Any
 import llm_finetuning.reward_registry as registry
 from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import atomic_write_json, sha256_bytes
+from llm_finetuning.integrity import writes_records
 
 FORMAT = "llm-finetuning/judge-calibration/1"
 MIN_ITEMS = 50
@@ -81,6 +82,7 @@ def load_record(path: Path) -> dict[str, Any]:
     return record
 
 
+@writes_records
 def write_record(path: Path, entry: dict[str, Any]) -> dict[str, Any]:
     """Add or replace one judge's entry in the record at `path`, atomically."""
     path = Path(path)

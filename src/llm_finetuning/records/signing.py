@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from llm_finetuning import locations
 from llm_finetuning.fileio import atomic_write_bytes, sha256_bytes, shown
+from llm_finetuning.integrity import writes_records
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -164,6 +165,7 @@ def trust_for(record_path: Path, brief_folder: Path | None = None) -> Trust:
     return Trust(files, keys, bad, project, excluded)
 
 
+@writes_records
 def add_trusted_key(path: Path, public_key: str, comment: str) -> bool:
     """Append `public_key` to the trusted-keys file at `path` (created with its folder); False when listed."""
     path = Path(path)

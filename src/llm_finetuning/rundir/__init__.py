@@ -27,9 +27,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning import integrity
 from llm_finetuning.fileio import atomic_write_text, read_json_or_none
 
-MANIFEST = "manifest.json"
+MANIFEST = integrity.MANIFEST  # "manifest.json", spelled where the plugin's guard reads it too
 # What `finetune render` writes (SBATCH_SCRIPT for a run over several nodes only).
 GRPO_CONFIG = "grpo_config.yaml"
 ACCELERATE_CONFIG = "accelerate.yaml"

@@ -4,7 +4,7 @@ The manifest binds a run directory to its brief, records, gate fingerprint and r
 (`render.manifest` builds it from the brief and the plan). `finetune launch` re-reads it and refuses a run whose
 brief, records or rendered files changed since rendering, naming each one as a Problem (id `missing_file`,
 `edited_file`, `brief_changed` or `record_changed`; path the rendered file, `brief` or `records.<key>`).
-Pure: hashlib and json only.
+Pure: hashlib and json only (the comparison is `integrity`'s, shared with the plugin's guard).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import Problem, UnusableInput
-from llm_finetuning.fileio import atomic_write_text, read_json_or_none, sha256_file
+from llm_finetuning.fileio import atomic_write_text, read_json_or_none
+from llm_finetuning.integrity import Mismatch, manifest_mismatches
 from llm_finetuning.rundir import MANIFEST
 
 MANIFEST_FORMAT = 1
@@ -71,29 +72,23 @@ def brief_sha256(manifest: dict[str, Any]) -> str | None:
 
 def verify_manifest(run_dir: Path, manifest: dict[str, Any]) -> list[Problem]:
     """Every rendered file, the brief and each record must still have the sha256 written at render time;
-    one Problem for each that does not (`manifest` as `load_manifest` returned it)."""
-    run_dir = Path(run_dir)
+    one Problem for each that does not (`manifest` as `load_manifest` returned it). What is compared is
+    `integrity.manifest_mismatches`, which the plugin's guard runs too."""
     rerender = "change the brief if needed and run `finetune render BRIEF -o RUN_DIR` again"
-    problems = []
-    for name, digest in sorted(manifest["files"].items()):
-        path = run_dir / name
-        if not path.is_file():
-            problems.append(Problem("missing_file", name, "is missing from the run directory.", rerender))
-        elif sha256_file(path) != digest:
-            problems.append(Problem(
-                "edited_file", name, "was edited after rendering (its sha256 differs from manifest.json); rendered "
-                "files are not edited by hand.", rerender))
-    bpath = brief_path(run_dir, manifest)
-    if bpath is None or not bpath.is_file():
-        problems.append(Problem("missing_file", "brief", f"{bpath} no longer exists.",
-                                "render the run from its brief again"))
-    elif sha256_file(bpath) != brief_sha256(manifest):
-        problems.append(Problem("brief_changed", "brief", f"{bpath} changed after rendering.",
-                                f"run the gate and {rerender}"))
-    for key, rec in sorted(manifest.get("records", {}).items()):
-        path = (run_dir / rec["path"]).resolve()
-        now = sha256_file(path) if path.is_file() else None
-        if now != rec.get("sha256"):
-            problems.append(Problem("record_changed", f"records.{key}", f"{path} changed after rendering.",
-                                    f"run `finetune gate` and {rerender}"))
-    return problems
+    info = manifest.get("brief")
+    mismatches = manifest_mismatches(Path(run_dir), manifest["files"], str(info.get("path") if isinstance(info, dict) else ""),
+                                     str(brief_sha256(manifest)), manifest.get("records", {}))
+    return [_problem(m, rerender) for m in mismatches]
+
+
+def _problem(m: Mismatch, rerender: str) -> Problem:
+    if m.kind == "missing_file":
+        return Problem("missing_file", m.key, "is missing from the run directory.", rerender)
+    if m.kind == "edited_file":
+        return Problem("edited_file", m.key, "was edited after rendering (its sha256 differs from manifest.json); "
+                       "rendered files are not edited by hand.", rerender)
+    if m.kind == "brief_missing":
+        return Problem("missing_file", "brief", f"{m.path} no longer exists.", "render the run from its brief again")
+    if m.kind == "brief_changed":
+        return Problem("brief_changed", "brief", f"{m.path} changed after rendering.", f"run the gate and {rerender}")
+    return Problem("record_changed", m.key, f"{m.path} changed after rendering.", f"run `finetune gate` and {rerender}")
