@@ -49,6 +49,17 @@ def session_user_trusted_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     yield SESSION_USER_TRUSTED_KEYS
     SESSION_USER_TRUSTED_KEYS.unlink(missing_ok=True)
 
+@pytest.fixture(autouse=True)
+def protected_projects_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The person's record of protected projects as this process sees it: one of this test, never the real
+    user config folder."""
+    from llm_finetuning.gate import protection
+
+    folder = tmp_path / ".protected-projects"
+    monkeypatch.setattr(protection, "registry_dir", lambda: folder)
+    return folder
+
+
 # Claude Code sets CLAUDECODE=1 for its Bash commands and the gate's protection check reads it: tests run from
 # inside Claude Code gate as a person's terminal does, unless a test sets it.
 os.environ.pop("CLAUDECODE", None)

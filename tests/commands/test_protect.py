@@ -5,6 +5,7 @@ records folder its briefs name, keeps the person's own settings, and changes not
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -94,6 +95,7 @@ def test_a_brief_added_later_is_covered_by_running_it_again(project: Path, monke
     gate = CliRunner().invoke(cli, ["gate", "brief.yaml"])
     assert f"FAIL  protection            protection: inside Claude Code, the records folder {project}/sealed is not" \
         in gate.stdout
+    monkeypatch.delenv("CLAUDECODE")
     assert protect(project)[0] == 0
     assert str(project / "sealed") in settings(project)["sandbox"]["filesystem"]["denyWrite"]
 
@@ -119,5 +121,55 @@ def test_a_settings_file_that_cannot_be_written_is_one_line(project: Path, monke
     monkeypatch.setattr(fileio, "atomic_write_bytes", read_only)
     code, _, err = protect(project)
     assert code == 2
-    assert err == (f"error: {project}/.claude/settings.json: cannot be written (Read-only file system). Fix: run "
+    assert err == (f"error: {project}: cannot record the protection (Read-only file system). Fix: run "
                    "`finetune protect` in your own terminal, not from an agent's shell\n")
+    assert not (project / ".claude" / "settings.json").exists()  # nothing is written before the record
+
+
+def test_it_refuses_to_run_inside_claude_code(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDECODE", "1")
+    code, _, err = protect(project)
+    assert code == 2 and "runs inside Claude Code" in err and "in your own terminal" in err
+    assert not (project / ".claude").exists()
+
+
+def test_hard_links_to_protected_files_are_refused(project: Path, tmp_path: Path) -> None:
+    (project / "notes").mkdir()
+    os.link(project / "records" / "inspection.json", project / "notes" / "copy")
+    code, _, err = protect(project)
+    assert code == 2 and "another hard link" in err and f"{project}/records/inspection.json" in err, err
+    assert not (project / ".claude").exists()
+    (project / "notes" / "copy").unlink()
+    assert protect(project)[0] == 0
+
+
+def test_local_settings_that_turn_it_off_are_reported_and_removed(project: Path) -> None:
+    (project / ".claude").mkdir()
+    local = project / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"sandbox": {"enabled": False, "excludedCommands": ["docker"]}, "disableAllHooks": True,
+                                 "enabledPlugins": {"llm-finetuning@llm-finetuning-marketplace": False}, "model": "x"}))
+    code, out, err = protect(project)
+    assert code == 0, err
+    assert f"removed sandbox.enabled: false from {local}" in out and f"removed disableAllHooks: true from {local}" in out
+    assert json.loads(local.read_text()) == {"sandbox": {"excludedCommands": ["docker"]}, "enabledPlugins": {},
+                                             "model": "x"}
+
+
+def test_the_plugins_real_install_location_is_fenced(project: Path, tmp_path: Path) -> None:
+    plugins = tmp_path / "claude-config" / "plugins"
+    plugins.mkdir(parents=True)
+    checkout = tmp_path / "checkout"
+    (plugins / "installed_plugins.json").write_text(json.dumps({"version": 2, "plugins": {
+        "llm-finetuning@market": [{"scope": "user", "installPath": str(plugins / "cache" / "market" / "x")}]}}))
+    (plugins / "known_marketplaces.json").write_text(json.dumps({"market": {
+        "source": {"source": "directory", "path": str(checkout)}, "installLocation": str(checkout)}}))
+    assert protect(project)[0] == 0
+    assert str(checkout) in settings(project)["sandbox"]["filesystem"]["denyWrite"]
+    assert f"Edit(/{checkout}/**)" in settings(project)["permissions"]["deny"]
+
+
+def test_a_virtual_environment_in_the_project_is_reported(project: Path) -> None:
+    (project / ".venv").mkdir()
+    (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    code, _, err = protect(project)
+    assert code == 0 and f"warning: {project}/.venv is a virtual environment inside the project" in err

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from llm_finetuning.cli import cli
-from llm_finetuning.gate.protection import Protection
+from llm_finetuning.gate.protection import Protection, Registered, write_registry
 
 
 @pytest.fixture
@@ -23,6 +23,7 @@ def project(make_brief: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("CLAUDECODE", "1")
     monkeypatch.setenv("LLM_FINETUNING_KEY_DIR", str(tmp_path / "keys"))
     monkeypatch.chdir(brief.parent)
+    write_registry(brief.parent, Registered((brief.parent / "records",)))  # the person protected it
     return brief.parent
 
 
@@ -54,8 +55,10 @@ def test_inside_claude_code_an_unprotected_project_fails_with_the_fix(project: P
                           "Claude Code there")
 
 
-def test_protect_makes_it_pass(project: Path) -> None:
+def test_protect_makes_it_pass(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLAUDECODE")  # the person's terminal
     assert CliRunner().invoke(cli, ["protect", "--project", str(project)]).exit_code == 0
+    monkeypatch.setenv("CLAUDECODE", "1")
     [row] = protection_rows()
     assert row["verdict"] == "pass", row
 
@@ -110,12 +113,46 @@ def test_a_readable_private_key_fails_even_when_the_settings_hold(project: Path,
                              "readable from the gate's own process")
 
 
-def test_a_brief_that_opts_out_with_a_reason_gets_a_warning(project: Path) -> None:
+def test_a_project_the_person_never_protected_fails_whatever_its_settings(project: Path,
+                                                                          protected_projects_registry: Path) -> None:
+    """A folder the agent made, with a `.git` and protect's settings of its own, has no record of the person's."""
+    write_settings(project, protected(project))
+    for entry in protected_projects_registry.iterdir():
+        entry.unlink()
+    [row] = protection_rows()
+    assert row["verdict"] == "fail" and "is not a project the person protected" in row["reason"], row
+
+
+def test_records_outside_the_fenced_folders_fail(project: Path) -> None:
+    (project / "elsewhere").mkdir()
+    settings = Protection.for_project(project, [project / "records", project / "elsewhere"]).settings()
+    write_settings(project, settings)  # settings the agent could not write, naming a folder protect never fenced
+    brief = project / "brief.yaml"
+    brief.write_text(brief.read_text() + "records:\n  inspection: elsewhere/inspection.json\n")
+    rows = protection_rows()
+    assert [r["verdict"] for r in rows] == ["fail"], rows
+    assert f"the records folder {project}/elsewhere lies outside the folders `finetune protect` fenced" in rows[0]["reason"]
+
+
+def test_the_briefs_opt_out_alone_does_not_count(project: Path) -> None:
     brief = project / "brief.yaml"
     brief.write_text(brief.read_text() + "protection:\n  required: false\n  reason: a throwaway container\n")
     [row] = protection_rows()
+    assert row["verdict"] == "fail"
+    assert f"`finetune protect --project {project} --unprotected REASON`" in row["fix"]
+
+
+def test_an_opt_out_the_person_recorded_gets_a_warning(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    brief = project / "brief.yaml"
+    brief.write_text(brief.read_text() + "protection:\n  required: false\n  reason: a throwaway container\n")
+    monkeypatch.delenv("CLAUDECODE")  # the person's terminal
+    done = CliRunner().invoke(cli, ["protect", "--project", str(project), "--unprotected", "a CI container"])
+    assert done.exit_code == 0, done.output
+    monkeypatch.setenv("CLAUDECODE", "1")
+    [row] = protection_rows()
     assert row["verdict"] == "warn"
-    assert row["reason"].endswith("the brief does without it: a throwaway container")
+    assert row["reason"].endswith("the brief does without it: a throwaway container (the person left this project "
+                                  "open: a CI container)")
 
 
 def test_opting_out_needs_a_reason(project: Path) -> None:

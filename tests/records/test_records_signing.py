@@ -159,3 +159,27 @@ def test_the_documented_format_verifies_a_signature_without_our_code(brief: Any)
     assert digest == record["seal"]["sha256"]
     public = Ed25519PublicKey.from_public_bytes(base64.b64decode(block["public_key"]))
     public.verify(base64.b64decode(block["value"]), f"llm-finetuning/inspection@1 sha256:{digest}".encode())
+
+
+def test_an_unsigned_seal_moved_outside_the_project_still_fails(tmp_path: Path) -> None:
+    """The record moved to a folder in another project (a `.git` of its own, no trusted keys) and resealed by
+    hand without a signature: the keys of the brief's project still speak for it, so the seal counts for nothing."""
+    from records_builders import BRIEF, loaded
+
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    brief = loaded(write_brief_folder(project, BRIEF))
+    signed = build_inspection(brief)  # the person's signed review: the project's trusted keys list the key
+    assert trusted_file(signed) == project / ".llm-finetuning" / "trusted-keys"
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / ".git").mkdir(parents=True)
+    for path in signed.parent.glob("inspection*"):
+        (elsewhere / path.name).write_bytes(path.read_bytes())
+    text = (project / "brief.yaml").read_text().replace(
+        "\nrewards:", f"\nrecords:\n  inspection: {elsewhere}/inspection.json\nrewards:", 1)
+    (project / "brief.yaml").write_text(text)
+    moved = loaded(project / "brief.yaml")
+    reseal_by_hand(elsewhere / "inspection.json", lambda r: r["verdicts"]["s000"].update(note="forged"))
+    problems = verify_inspection(moved, elsewhere / "inspection.json")[1]
+    assert kinds(problems) == [("unsigned", "seal", Severity.ERROR)], problems
+    assert signing.trust_for(elsewhere / "inspection.json", moved.folder).project == project

@@ -12,8 +12,10 @@ Idempotent; a brief added later is covered by running it again. Exit 0 written o
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -23,6 +25,11 @@ from llm_finetuning.errors import UnusableInput
 BRIEF_LINE = re.compile(rb"^brief:[ \t]*\d+[ \t]*(#.*)?$", re.MULTILINE)
 SKIPPED_FOLDERS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".claude", ".llm-finetuning", "runs"}
 MAX_BRIEF_BYTES = 1 << 20
+PLUGIN_FOLDERS = ("hooks", ".claude-plugin", "bin", "src")  # in a plugin location: what runs as the person
+# Settings that would undo the protection from a layer Claude Code reads besides the project's settings.json
+# (settings.local.json wins over it): (path of keys, the value that undoes it).
+UNDOING: tuple[tuple[tuple[str, ...], bool], ...] = ((("sandbox", "enabled"), False), (("sandbox", "failIfUnavailable"), False),
+           (("sandbox", "allowUnsandboxedCommands"), True), (("disableAllHooks",), True))
 
 
 def find_briefs(project: Path) -> list[Path]:
@@ -72,24 +79,132 @@ def read_settings(path: Path) -> dict[str, object]:
     return data
 
 
+def hard_links(folders: list[Path]) -> list[Path]:
+    """Files under `folders` with more than one hard link: a link made elsewhere before the folder was fenced
+    writes the same bytes through any path the sandbox leaves writable."""
+    found = []
+    for folder in folders:
+        files = [folder] if folder.is_file() else (p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+        for path in files:
+            try:
+                if os.lstat(path).st_nlink > 1:
+                    found.append(path)
+            except OSError:
+                continue
+    return sorted(set(found))
+
+
+def undoing(settings: dict[str, Any]) -> list[tuple[tuple[str, ...], Any]]:
+    """The entries of one settings layer that turn the sandbox or the hooks off, or disable this plugin."""
+    found: list[tuple[tuple[str, ...], Any]] = []
+    for keys, bad in UNDOING:
+        node: Any = settings
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is bad:
+            found.append((keys, bad))
+    plugins = settings.get("enabledPlugins")
+    for name, on in (plugins.items() if isinstance(plugins, dict) else []):
+        if str(name).split("@")[0] == "llm-finetuning" and on is False:
+            found.append((("enabledPlugins", str(name)), False))
+    return found
+
+
+def drop(settings: dict[str, Any], keys: tuple[str, ...]) -> None:
+    node = settings
+    for key in keys[:-1]:
+        node = node[key]
+    del node[keys[-1]]
+
+
+def fix_layers(paths: list[Path]) -> list[str]:
+    """Remove from each settings layer what would undo the protection; one line a removal."""
+    from llm_finetuning.fileio import atomic_write_bytes
+
+    lines = []
+    for path in paths:
+        settings = read_settings(path)
+        found = undoing(settings)
+        for keys, bad in found:
+            drop(settings, keys)
+            lines.append(f"removed {'.'.join(keys)}: {json.dumps(bad)} from {path}: it would turn the protection off")
+        if found:
+            atomic_write_bytes(path, (json.dumps(settings, indent=2) + "\n").encode(), mode=0o644)
+    return lines
+
+
+def virtual_environments(project: Path) -> list[Path]:
+    """Virtual environments inside the project (a `pyvenv.cfg` at most three folders down)."""
+    return sorted(p.parent for depth in ("*", "*/*", "*/*/*") for p in project.glob(f"{depth}/pyvenv.cfg")
+                  if not any(part in ("node_modules", ".git") for part in p.relative_to(project).parts))
+
+
+def refuse_inside_claude_code() -> None:
+    if os.environ.get("CLAUDECODE") == "1":
+        raise UnusableInput("runs inside Claude Code: a project is protected by its person, in their own terminal, "
+                            "never from the agent's shell (the record it writes is what the gate trusts).",
+                            "run `finetune protect` in your own terminal", "protect")
+
+
+def record(project: Path, entry: Any) -> Path:
+    from llm_finetuning.gate.protection import write_registry
+
+    try:
+        return write_registry(project, entry)
+    except OSError as exc:  # inside a protected project's sandbox the user config folder is read-only
+        raise UnusableInput(f"cannot record the protection ({exc.strerror or exc}).",
+                            "run `finetune protect` in your own terminal, not from an agent's shell",
+                            str(project)) from None
+
+
 @click.command("protect")
 @click.option("--project", "project", type=click.Path(file_okay=False, exists=True, path_type=Path),
               default=Path("."), show_default=True, help="The project folder whose .claude/settings.json is written.")
-def command(project: Path) -> None:
+@click.option("--unprotected", "unprotected", metavar="REASON", default=None,
+              help="Record instead that you run this project without the sandbox, for REASON: its briefs' "
+                   "`protection: {required: false}` then counts inside Claude Code (with a warning).")
+def command(project: Path, unprotected: str | None) -> None:
     """Turn Claude Code's sandbox on in PROJECT, failing closed, with the records, .claude/, the plugin's files
     and the reviewer's key outside what an agent's Bash commands and file tools may write or read."""
     from llm_finetuning.fileio import atomic_write_bytes
-    from llm_finetuning.gate.protection import Protection, merged_settings
+    from llm_finetuning.gate.protection import Protection, Registered, claude_config_dir, merged_settings
 
+    refuse_inside_claude_code()
     project = project.resolve()
+    if unprotected is not None:
+        if not unprotected.strip():
+            raise UnusableInput("--unprotected needs a reason.", "say why the project runs without the sandbox",
+                                "--unprotected")
+        click.echo(f"recorded {record(project, Registered((), unprotected.strip()))}: {project} runs without the "
+                   "sandbox; briefs there that say `protection: {required: false}` pass the protection check with a "
+                   "warning")
+        return
     briefs = find_briefs(project)
     records, warnings = briefs_records(briefs)
     protection = Protection.for_project(project, records)
     target = locations.project_settings_path(project)
     existing = read_settings(target)  # an UnusableInput ends through the CLI's one conversion
     settings = merged_settings(existing, protection.settings())
+    plugins = set(protection.plugin_locations)  # a checkout can be large: only what runs as the person
+    linked = hard_links([p / sub for p in plugins for sub in PLUGIN_FOLDERS]
+                        + [p for p in protection.deny_write if p not in plugins and p != claude_config_dir() / "plugins"])
+    if linked:
+        raise UnusableInput(f"{len(linked)} protected file(s) have another hard link, through which the sandbox "
+                            f"would let an agent write them: {', '.join(map(str, linked[:10]))}.",
+                            "remove the other links (`find / -xdev -samefile FILE`), or copy each file over itself "
+                            "(`cp FILE FILE.new && mv FILE.new FILE`), then run `finetune protect` again", str(project))
+    layers = [target.with_name("settings.local.json"), claude_config_dir() / "settings.json",
+              claude_config_dir() / "settings.local.json"]
+    fixed = fix_layers([p for p in layers if p.is_file()])
+    record(project, Registered(tuple(protection.deny_write)))
     for line in warnings:
         click.echo(line, err=True)
+    for line in fixed:
+        click.echo(line)
+    for venv in virtual_environments(project):
+        click.echo(f"warning: {venv} is a virtual environment inside the project, which the agent can write: a `.pth` "
+                   "file there runs in every Python started from it, your next `finetune` included; install "
+                   "`finetune` outside the project", err=True)
     if settings == existing:
         click.echo(f"{target}: already protected")
     else:

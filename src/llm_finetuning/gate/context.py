@@ -19,6 +19,7 @@ from llm_finetuning.rundir import read_diagnosis
 from llm_finetuning.rundir.manifest import read_manifest
 
 if TYPE_CHECKING:
+    from llm_finetuning.gate.protection import Registered
     from llm_finetuning.memory import Estimate
 
 MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
@@ -45,6 +46,7 @@ class ProtectionFacts:
     settings_problem: str = ""  # a settings file that cannot be read
     key_path: Path | None = None  # the reviewer's private key (locations.private_key_path)
     key_readable: bool = False  # it could be opened from this process
+    registered: Registered | None = None  # what the person recorded with `finetune protect` (gate.protection)
 
 
 @dataclass
@@ -172,7 +174,7 @@ def _load_protection(brief: Brief) -> ProtectionFacts:
     import os
 
     from llm_finetuning import locations
-    from llm_finetuning.gate.protection import merged_settings
+    from llm_finetuning.gate.protection import merged_settings, read_registry
 
     project = locations.project_root(brief.folder)
     main = locations.project_settings_path(project)
@@ -194,7 +196,8 @@ def _load_protection(brief: Brief) -> ProtectionFacts:
             readable = True
     except OSError:
         readable = False
-    return ProtectionFacts(os.environ.get("CLAUDECODE") == "1", project, merged, problem, key, readable)
+    return ProtectionFacts(os.environ.get("CLAUDECODE") == "1", project, merged, problem, key, readable,
+                           read_registry(project))
 
 
 def load_context(brief: Brief) -> GateContext:

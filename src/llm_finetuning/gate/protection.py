@@ -16,6 +16,7 @@ Standard library only: the gate answers inside an agent's chat.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,10 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning import locations
+from llm_finetuning.fileio import atomic_write_json, sha256_bytes
 
 # sandbox on; no unsandboxed fallback when bubblewrap/Seatbelt is missing; `dangerouslyDisableSandbox` ignored
 SANDBOX_FLAGS: dict[str, bool] = {"enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False}
 FIX = "run `finetune protect --project {project}` in your own terminal, then restart Claude Code there"
+PLUGIN_NAME = "llm-finetuning"
+REGISTRY_DIR_NAME = "protected-projects"
+REGISTRY_FORMAT = "llm-finetuning/protected-project-1"
 
 
 def claude_config_dir() -> Path:
@@ -46,6 +51,86 @@ def records_folders(record_paths: Iterable[str], brief_folder: Path) -> list[Pat
     return sorted(folders)
 
 
+def plugin_locations() -> list[Path]:
+    """Where Claude Code runs this plugin from: each install path it lists, and the folder of a marketplace added
+    from a local directory or file, which the client runs in place of its cached copy (FACTS, docs/security.md)."""
+    plugins = claude_config_dir() / "plugins"
+    found: list[Path] = []
+    installed = _json_object(plugins / "installed_plugins.json").get("plugins")
+    for key, entries in (installed.items() if isinstance(installed, dict) else []):
+        name, _, market = str(key).partition("@")
+        if name != PLUGIN_NAME:
+            continue
+        found += [Path(e["installPath"]) for e in entries if isinstance(e, dict) and isinstance(e.get("installPath"), str)]
+        source = _mapping(_mapping(_json_object(plugins / "known_marketplaces.json"), market), "source")
+        local = source.get("path") if source.get("source") in ("directory", "file") else None
+        if isinstance(local, str):
+            found.append(Path(local) if source.get("source") == "directory" else Path(local).parent)
+    return [Path(os.path.abspath(p)) for p in dict.fromkeys(found)]
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# -- the person's record of the projects they protected ------------------------------------------------------
+# `finetune protect`, run by the person outside Claude Code, writes one file a project into the user config
+# folder, which every protected project's sandbox keeps read-only: the folders it fenced. Inside Claude Code the
+# gate trusts a project, and a brief's records folders, only as far as this record says: a folder the agent made
+# (a `.git` file in a temporary folder, settings and trusted keys of its own) has no record, and cannot get one.
+
+def registry_dir() -> Path:
+    """`<user config>/protected-projects`: one file a project the person protected (or chose to leave open)."""
+    return locations.user_config_dir() / REGISTRY_DIR_NAME
+
+
+def registry_path(project: Path) -> Path:
+    """The person's record for `project`: `registry_dir()/<sha256 of its absolute path>.json`."""
+    return registry_dir() / f"{sha256_bytes(str(Path(os.path.abspath(project))).encode('utf-8'))[:32]}.json"
+
+
+@dataclass(frozen=True)
+class Registered:
+    """What the person recorded for a project with `finetune protect`: the folders it fenced, or, with
+    `--unprotected REASON`, that they run it without the sandbox (then `fenced` is empty)."""
+
+    fenced: tuple[Path, ...]
+    unprotected: str = ""
+
+
+def read_registry(project: Path) -> Registered | None:
+    """The person's record for `project`, or None when they never ran `finetune protect` on it."""
+    data = _json_object(registry_path(project))
+    fenced, unprotected = data.get("fenced"), data.get("unprotected", "")
+    if (data.get("format") != REGISTRY_FORMAT or data.get("project") != str(Path(os.path.abspath(project)))
+            or not isinstance(fenced, list) or not isinstance(unprotected, str)):
+        return None
+    return Registered(tuple(Path(p) for p in fenced if isinstance(p, str)), unprotected)
+
+
+def write_registry(project: Path, entry: Registered) -> Path:
+    """Record `entry` for `project` (OSError inside a protected project's sandbox, which fences the folder)."""
+    path = registry_path(project)
+    atomic_write_json(path, {"format": REGISTRY_FORMAT, "project": str(Path(os.path.abspath(project))),
+                             "fenced": [str(p) for p in entry.fenced], "unprotected": entry.unprotected})
+    return path
+
+
+def outside_registered(registered: Registered | None, project: Path, records: Iterable[Path]) -> list[str]:
+    """Why the person's record does not vouch for the brief's records inside Claude Code, one phrase each."""
+    if registered is None:
+        return [f"{project} is not a project the person protected: `finetune protect` was never run on it in their "
+                f"own terminal (no record in {registry_dir()}); a folder with a `.git` or settings of its own is not one"]
+    if registered.unprotected:
+        return []
+    return [f"the records folder {folder} lies outside the folders `finetune protect` fenced in {project}"
+            for folder in records if not _covered(folder, registered.fenced)]
+
+
 @dataclass(frozen=True)
 class Protection:
     """The folders (and single files) an agent's tools may not write, and the folders they may not read."""
@@ -53,15 +138,17 @@ class Protection:
     deny_write: tuple[Path, ...]
     deny_write_files: tuple[Path, ...]
     deny_read: tuple[Path, ...]
+    plugin_locations: tuple[Path, ...] = ()  # where Claude Code runs this plugin from (also in deny_write)
 
     @classmethod
     def for_project(cls, project: Path, records: Iterable[Path]) -> Protection:
         project = Path(os.path.abspath(project))
+        plugins = plugin_locations()
         write = [*records, project / ".claude", project / locations.PROJECT_DIR_NAME, locations.user_config_dir(),
-                 claude_config_dir() / "plugins"]
+                 claude_config_dir() / "plugins", *plugins]
         return cls(tuple(dict.fromkeys(Path(os.path.abspath(p)) for p in write)),
                    (Path(os.path.abspath(claude_config_dir() / "settings.json")),),
-                   (Path(os.path.abspath(locations.key_dir())),))
+                   (Path(os.path.abspath(locations.key_dir())),), tuple(plugins))
 
     def settings(self) -> dict[str, Any]:
         """The settings fragment: sandbox flags, sandbox.filesystem and the permission deny rules."""

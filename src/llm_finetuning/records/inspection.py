@@ -458,8 +458,9 @@ def _signature_problems(record: dict[str, Any], path: Path, brief: Brief,
     trust = signing.trust_for(path, brief.folder)
     listed = ", ".join(shown(f) for f in trust.files)
     if block is None:
-        if trust.keys:
-            holders = ", ".join(sorted({shown(k.source) for k in trust.keys}))
+        if signing.any_trusted_key(path, trust):
+            holders = ", ".join(sorted({shown(k.source) for k in trust.keys})) or shown(
+                locations.project_trusted_keys_path(signing.record_project(path)))
             return [Problem("unsigned", "seal", f"the seal has no signature (sha256 only, which anyone can recompute), "
                             f"and {holders} trust reviewer keys, so only a signed review counts", redo)], None
         return [Problem("unsigned", "seal", "sealed with a sha256 only (by a `finetune review` older than signing): "

@@ -141,20 +141,21 @@ def record_project(record_path: Path) -> Path:
 
 
 def trust_for(record_path: Path, brief_folder: Path | None = None) -> Trust:
-    """The keys trusted for the record at `record_path`: its project's file (`record_project`), then the user's.
+    """The keys trusted for the record at `record_path`: the brief's project's file, then the user's.
 
-    The project's file counts only when the record lies in the brief's project, or the brief's folder is in no
-    project (no `.claude/` or `.git` above it: nothing there is protected): a brief pointed at a record in a
-    folder of its own choosing does not bring its own trusted keys along."""
+    Which keys count depends on the brief's project (`locations.project_root` of `brief_folder`), never on
+    where the record lies: a record moved into a folder of its own choosing, with or without a trusted-keys file
+    beside it, is still checked against the brief's project. Without a brief, the record's own project."""
     project = record_project(record_path)
-    files = [locations.project_trusted_keys_path(project), locations.user_trusted_keys_path()]
     excluded = ""
     if brief_folder is not None:
         brief_project = locations.project_root(Path(brief_folder))
-        if project != brief_project and _has_marker(brief_project):
+        brief_project = brief_project if _has_marker(brief_project) else Path(brief_folder).resolve()
+        if project != brief_project:
             excluded = (f"the record lies outside the brief's project {shown(brief_project)}, so the trusted keys "
                         f"of {shown(project)} do not count")
-            files = files[1:]
+        project = brief_project
+    files = [locations.project_trusted_keys_path(project), locations.user_trusted_keys_path()]
     keys: list[TrustedKey] = []
     bad: dict[Path, list[int]] = {}
     for path in files:
@@ -163,6 +164,14 @@ def trust_for(record_path: Path, brief_folder: Path | None = None) -> Trust:
         if lines:
             bad[path] = lines
     return Trust(files, keys, bad, project, excluded)
+
+
+def any_trusted_key(record_path: Path, trust: Trust) -> bool:
+    """Whether any trusted-keys file that could speak for the record lists a key: the brief's project's, the
+    user's, or the record's own project's. Where one does, a seal without a signature counts for nothing."""
+    if trust.keys:
+        return True
+    return bool(read_trusted_keys(locations.project_trusted_keys_path(record_project(record_path)))[0])
 
 
 @writes_records
