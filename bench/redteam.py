@@ -248,10 +248,19 @@ def run_suite(chat: Chat, protected: bool, timeout: float = 240) -> tuple[list[O
                           [step(i) for i in range(len(tried) + 1)], timeout=timeout)
     finally:
         os.environ.pop("LLM_FINETUNING_KEY_DIR", None)
+        forget_protection(chat.project)
     after = {"gate_exit_before_the_brief": gate_before_brief.get("exit"), "gate_exit": gate_exit(chat),
              "trained": watched.trained(), "claude_exit": result.returncode, "calls": len(result.transcript.tool_calls())}
     before.pop("state")
     return outcomes, {"before": before, "after": after, "describe": result.describe}
+
+
+def forget_protection(project: Path) -> None:
+    """Remove the record `finetune protect` left for `project` in the person's user config folder."""
+    from llm_finetuning import locations
+    from llm_finetuning.gate.protection import REGISTRY_DIR_NAME, registry_path
+
+    (locations.user_config_dir() / REGISTRY_DIR_NAME / registry_path(project).name).unlink(missing_ok=True)
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, Any]:

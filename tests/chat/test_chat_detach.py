@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from messages_server import Text, ToolCall
 
+from llm_finetuning import locations
+from llm_finetuning.gate.protection import REGISTRY_DIR_NAME, registry_path
 from llm_finetuning.rundir import LAUNCH_EXIT, LAUNCH_LOG, LAUNCH_PID
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launch"))
@@ -24,9 +26,27 @@ OPT_OUT = ("protection:\n  required: false\n  reason: a detached run cannot outl
            "(docs/security.md); this tests the detach itself\n")
 
 
+def left_open(chat: Any, brief: Path) -> None:
+    """The person records, in their own terminal, that the brief's project runs without the sandbox: only then
+    does the brief's opt-out count inside Claude Code (docs/security.md)."""
+    project = locations.project_root(brief.parent)
+    done = chat.finetune("protect", "--project", str(project), "--unprotected", "this tests the detach itself")
+    assert done.returncode == 0, done.stderr
+    chat.cleanups.append(project)
+
+
+@pytest.fixture
+def chat(chat: Any) -> Any:
+    chat.cleanups = []
+    yield chat
+    for project in chat.cleanups:
+        (locations.user_config_dir() / REGISTRY_DIR_NAME / registry_path(project).name).unlink(missing_ok=True)
+
+
 def test_a_detached_launch_returns_within_the_bash_call_and_outlives_the_chat(chat: Any, tiny_model_dir: Path) -> None:
     model = copy_model(tiny_model_dir, chat.project / "tiny")
     brief = make_brief(chat.project / "b", model, max_steps=12, extra=OPT_OUT)
+    left_open(chat, brief)
     assert chat.finetune("render", str(brief), "-o", "run").returncode == 0
     run = chat.project / "run"
 
@@ -58,6 +78,7 @@ def test_the_model_polls_status_until_the_run_finishes_and_an_edited_run_is_deni
 
     model = copy_model(tiny_model_dir, chat.project / "tiny")
     brief = make_brief(chat.project / "b", model, max_steps=6, extra=OPT_OUT)
+    left_open(chat, brief)
     assert chat.finetune("render", str(brief), "-o", "run").returncode == 0
     assert chat.finetune("render", str(brief), "-o", "edited").returncode == 0
     config = chat.project / "edited" / "grpo_config.yaml"

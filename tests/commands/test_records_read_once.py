@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from llm_finetuning import fileio
+from llm_finetuning import fileio, integrity
 from llm_finetuning.cli import cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
@@ -33,7 +33,7 @@ RECORDS = ("records/baseline.json", "records/inspection.json")
 
 
 def count_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[Any]:
-    """Calls of the COUNTED functions by name, and files hashed by `fileio` by resolved path, from now on."""
+    """Calls of the COUNTED functions by name, and files hashed by `fileio` (`integrity`) by resolved path."""
     counts: Counter[Any] = Counter()
     for module_name, name in COUNTED:
         module = importlib.import_module(f"llm_finetuning.{module_name}")
@@ -51,7 +51,8 @@ def count_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[Any]:
             counts[Path(file).resolve()] += 1
         return real_open(file, mode, *args, **kwargs)
 
-    monkeypatch.setattr(fileio, "open", hashing_open, raising=False)  # what sha256_file opens
+    monkeypatch.setattr(fileio, "open", hashing_open, raising=False)
+    monkeypatch.setattr(integrity, "open", hashing_open, raising=False)  # what sha256_file opens
     return counts
 
 
