@@ -218,6 +218,8 @@ def guard_file(path: Path) -> str | None:
     for folder in (PLUGIN_ROOT / "hooks", PLUGIN_ROOT / ".claude-plugin"):
         if path == folder or folder in path.parents:
             return f"{path} is part of the llm-finetuning guard ({folder}){GUARD_REASON}"
+    if path in GUARD_IMPORTS:
+        return f"{path} is code the llm-finetuning guard imports{GUARD_REASON}"
     if path.parent.name == ".claude" and path.name.startswith("settings") and path.suffix == ".json":
         return f"{path} holds Claude Code settings, which can switch hooks and plugins off{GUARD_REASON}"
     if re.fullmatch(r"python[0-9.]*|sh|env", path.name) and str(path.parent) in path_dirs():
@@ -226,6 +228,9 @@ def guard_file(path: Path) -> str | None:
 
 
 GUARD_REASON = ", and the guard depends on it"  # ends every reason guard_file gives
+# The package's code the guard runs, from the plugin's own src/ (the modules of the package it imported).
+GUARD_IMPORTS = frozenset(Path(m.__file__).resolve() for name, m in sorted(sys.modules.items())
+                          if name.split(".")[0] == "llm_finetuning" and getattr(m, "__file__", None))
 
 
 @functools.cache

@@ -129,3 +129,9 @@ def test_the_judge_calibration_writer_is_denied(tmp_path: Path) -> None:
             "write_record('records/judge_calibration.json', {'judge': 'j', 'agreement': 1.0})\n")
     reason = denied(hook(str(tmp_path / "calibrate.py"), tmp_path, tool="Write", content=code))
     assert "records API" in reason and "calibrate.py" in reason
+
+
+def test_the_package_code_the_guard_imports_is_guarded(tmp_path: Path) -> None:
+    target = REPO / "src" / "llm_finetuning" / "integrity.py"
+    reason = denied(hook(str(target), tmp_path, tool="Write", content="RECORD_WRITERS = frozenset()\n"))
+    assert "code the llm-finetuning guard imports" in reason
