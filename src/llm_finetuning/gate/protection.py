@@ -124,7 +124,8 @@ def outside_registered(registered: Registered | None, project: Path, records: It
     """Why the person's record does not vouch for the brief's records inside Claude Code, one phrase each."""
     if registered is None:
         return [f"{project} is not a project the person protected: `finetune protect` was never run on it in their "
-                f"own terminal (no record in {registry_dir()}); a folder with a `.git` or settings of its own is not one"]
+                f"own terminal (no record in the user config folder's {REGISTRY_DIR_NAME}/); a folder with a `.git` "
+                "or settings of its own is not one"]
     if registered.unprotected:
         return []
     return [f"the records folder {folder} lies outside the folders `finetune protect` fenced in {project}"
