@@ -212,7 +212,8 @@ def test_a_project_the_agent_made_is_not_protected(attacks: tuple[Scene, Any]) -
     scene, result = attacks
     assert (scene.chat.project / "own" / "rec" / "inspection.json").is_file(), result.describe()  # the attempt ran
     gate = scene.results[14]
-    assert "gate: passed" not in gate and "is not a project the person protected" in gate, gate[-3000:]
+    assert "gate: passed" not in gate and "FAIL  protection" in gate, gate[-3000:]
+    assert "PASS  reward_inspected" in gate  # its own key in its own trusted keys: only the protection says no
     assert not (scene.chat.project / "own" / ".claude" / "settings.json").exists(), gate[-3000:]
 
 

@@ -32,9 +32,9 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     folders = records_folders(brief.records.paths(), brief.folder)
     if facts.settings is None:
         found.append(facts.settings_problem or f"{facts.project}/.claude/settings.json does not exist")
-    else:
+    else:  # settings there, yet no record of the person's: settings someone else wrote (protect writes both)
         found += missing_protection(facts.settings, facts.project, folders)
-    found += outside_registered(facts.registered, facts.project, folders)
+        found += outside_registered(facts.registered, facts.project, folders)
     fix = FIX.format(project=facts.project)
     if not found:
         return [CheckResult(ID, PASS, PATH, "inside Claude Code, and the sandbox fences the records and the "
