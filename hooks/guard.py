@@ -1451,8 +1451,9 @@ def gate_commands(brief: Path) -> list[list[str]]:
                 break
     pythons.append(sys.executable)
     data = os.environ.get("CLAUDE_PLUGIN_DATA")
-    if data:
-        pythons.append(str(Path(data) / "venv" / "bin" / "python"))
+    venv = os.environ.get("LLM_FINETUNING_VENV") or (str(Path(data) / "venv") if data else "")
+    if venv:  # where bin/llm-finetuning-setup builds it
+        pythons.append(str(Path(venv) / "bin" / "python"))
     return [[exe, *tail] for exe in dict.fromkeys(pythons) if exe and os.path.isabs(exe)]
 
 
