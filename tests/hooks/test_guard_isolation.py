@@ -135,3 +135,22 @@ def test_the_package_code_the_guard_imports_is_guarded(tmp_path: Path) -> None:
     target = REPO / "src" / "llm_finetuning" / "integrity.py"
     reason = denied(hook(str(target), tmp_path, tool="Write", content="RECORD_WRITERS = frozenset()\n"))
     assert "code the llm-finetuning guard imports" in reason
+
+
+def test_the_gate_runs_in_the_installed_finetunes_python_never_the_plugin_launcher(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(HOOKS))
+    import guard
+
+    launcher, installed = tmp_path / "plugin-bin", tmp_path / "venv-bin"
+    launcher.mkdir()
+    installed.mkdir()
+    (launcher / "finetune").write_text((REPO / "bin" / "finetune").read_text())
+    (installed / "finetune").write_text("#!/opt/env/bin/python3.11\nfrom llm_finetuning.cli import main\nmain()\n")
+    for exe in (launcher / "finetune", installed / "finetune"):
+        exe.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{launcher}{os.pathsep}{installed}")
+    monkeypatch.setenv("LLM_FINETUNING_VENV", str(tmp_path / "private"))
+    commands = guard.gate_commands(tmp_path / "brief.yaml")
+    assert [c[0] for c in commands] == ["/opt/env/bin/python3.11", sys.executable, f"{tmp_path}/private/bin/python"]
+    assert all(c[1:5] == ["-I", "-m", "llm_finetuning.cli", "gate"] for c in commands)
