@@ -5,7 +5,11 @@ Merges into `DIR/.claude/settings.json` (the person's other settings are kept): 
 closed, `dangerouslyDisableSandbox` ignored, and write and read denials, both in `sandbox.filesystem` (Bash
 and every process it starts) and as `Edit(...)`/`Read(...)` deny rules (the file tools), for every records
 folder the project's briefs name, `.claude/`, `.llm-finetuning/`, the user config folder, Claude Code's
-plugins and user settings, and the key folder. What each entry does on the pinned client: docs/security.md.
+plugins and user settings, every folder Claude Code runs this plugin from, and the key folder. What each entry
+does on the pinned client: docs/security.md. Before writing it covers what was there before it: it refuses to run
+inside Claude Code and refuses protected files with another hard link, removes from the other settings layers
+what would turn the sandbox or the hooks off, reports a virtual environment inside the project, and records the
+project and the folders it fenced in the user config folder (what the gate trusts inside Claude Code).
 Idempotent; a brief added later is covered by running it again. Exit 0 written or already so, 2 unusable.
 """
 
@@ -15,12 +19,15 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from llm_finetuning import locations
 from llm_finetuning.errors import UnusableInput
+
+if TYPE_CHECKING:
+    from llm_finetuning.gate.protection import Protection, Registered
 
 BRIEF_LINE = re.compile(rb"^brief:[ \t]*\d+[ \t]*(#.*)?$", re.MULTILINE)
 SKIPPED_FOLDERS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".claude", ".llm-finetuning", "runs"}
@@ -139,6 +146,46 @@ def virtual_environments(project: Path) -> list[Path]:
                   if not any(part in ("node_modules", ".git") for part in p.relative_to(project).parts))
 
 
+def refuse_hard_links(protection: Protection, project: Path) -> None:
+    """Refuse when a file protect fences (in a plugin location: only what runs) has another hard link."""
+    from llm_finetuning.gate.protection import claude_config_dir
+
+    plugins = set(protection.plugin_locations)  # a checkout can be large
+    linked = hard_links([p / sub for p in plugins for sub in PLUGIN_FOLDERS] + list(protection.deny_write_files)
+                        + [p for p in protection.deny_write if p not in plugins and p != claude_config_dir() / "plugins"])
+    if linked:
+        raise UnusableInput(f"{len(linked)} protected file(s) have another hard link, through which the sandbox "
+                            f"would let an agent write them: {', '.join(map(str, linked[:10]))}.",
+                            "remove the other links (`find / -xdev -samefile FILE`), or copy each file over itself "
+                            "(`cp FILE FILE.new && mv FILE.new FILE`), then run `finetune protect` again", str(project))
+
+
+def report_before_writing(project: Path, warnings: list[str]) -> None:
+    """Fix the settings layers that would undo the protection, and say so; warn of what protect cannot fence."""
+    from llm_finetuning.gate.protection import claude_config_dir
+
+    local = locations.project_settings_path(project).with_name("settings.local.json")
+    layers = [local, claude_config_dir() / "settings.json", claude_config_dir() / "settings.local.json"]
+    for line in warnings:
+        click.echo(line, err=True)
+    for line in fix_layers([p for p in layers if p.is_file()]):
+        click.echo(line)
+    for venv in virtual_environments(project):
+        click.echo(f"warning: {venv} is a virtual environment inside the project, which the agent can write: a `.pth` "
+                   "file there runs in every Python started from it, your next `finetune` included; install "
+                   "`finetune` outside the project", err=True)
+
+
+def record_unprotected(project: Path, reason: str) -> None:
+    from llm_finetuning.gate.protection import Registered
+
+    if not reason.strip():
+        raise UnusableInput("--unprotected needs a reason.", "say why the project runs without the sandbox",
+                            "--unprotected")
+    click.echo(f"recorded {record(project, Registered((), reason.strip()))}: {project} runs without the sandbox; "
+               "briefs there that say `protection: {required: false}` pass the protection check with a warning")
+
+
 def refuse_inside_claude_code() -> None:
     if os.environ.get("CLAUDECODE") == "1":
         raise UnusableInput("runs inside Claude Code: a project is protected by its person, in their own terminal, "
@@ -146,7 +193,7 @@ def refuse_inside_claude_code() -> None:
                             "run `finetune protect` in your own terminal", "protect")
 
 
-def record(project: Path, entry: Any) -> Path:
+def record(project: Path, entry: Registered) -> Path:
     from llm_finetuning.gate.protection import write_registry
 
     try:
@@ -167,17 +214,12 @@ def command(project: Path, unprotected: str | None) -> None:
     """Turn Claude Code's sandbox on in PROJECT, failing closed, with the records, .claude/, the plugin's files
     and the reviewer's key outside what an agent's Bash commands and file tools may write or read."""
     from llm_finetuning.fileio import atomic_write_bytes
-    from llm_finetuning.gate.protection import Protection, Registered, claude_config_dir, merged_settings
+    from llm_finetuning.gate.protection import Protection, Registered, merged_settings
 
     refuse_inside_claude_code()
     project = project.resolve()
     if unprotected is not None:
-        if not unprotected.strip():
-            raise UnusableInput("--unprotected needs a reason.", "say why the project runs without the sandbox",
-                                "--unprotected")
-        click.echo(f"recorded {record(project, Registered((), unprotected.strip()))}: {project} runs without the "
-                   "sandbox; briefs there that say `protection: {required: false}` pass the protection check with a "
-                   "warning")
+        record_unprotected(project, unprotected)
         return
     briefs = find_briefs(project)
     records, warnings = briefs_records(briefs)
@@ -185,26 +227,9 @@ def command(project: Path, unprotected: str | None) -> None:
     target = locations.project_settings_path(project)
     existing = read_settings(target)  # an UnusableInput ends through the CLI's one conversion
     settings = merged_settings(existing, protection.settings())
-    plugins = set(protection.plugin_locations)  # a checkout can be large: only what runs as the person
-    linked = hard_links([p / sub for p in plugins for sub in PLUGIN_FOLDERS]
-                        + [p for p in protection.deny_write if p not in plugins and p != claude_config_dir() / "plugins"])
-    if linked:
-        raise UnusableInput(f"{len(linked)} protected file(s) have another hard link, through which the sandbox "
-                            f"would let an agent write them: {', '.join(map(str, linked[:10]))}.",
-                            "remove the other links (`find / -xdev -samefile FILE`), or copy each file over itself "
-                            "(`cp FILE FILE.new && mv FILE.new FILE`), then run `finetune protect` again", str(project))
-    layers = [target.with_name("settings.local.json"), claude_config_dir() / "settings.json",
-              claude_config_dir() / "settings.local.json"]
-    fixed = fix_layers([p for p in layers if p.is_file()])
+    refuse_hard_links(protection, project)
     record(project, Registered(tuple(protection.deny_write)))
-    for line in warnings:
-        click.echo(line, err=True)
-    for line in fixed:
-        click.echo(line)
-    for venv in virtual_environments(project):
-        click.echo(f"warning: {venv} is a virtual environment inside the project, which the agent can write: a `.pth` "
-                   "file there runs in every Python started from it, your next `finetune` included; install "
-                   "`finetune` outside the project", err=True)
+    report_before_writing(project, warnings)
     if settings == existing:
         click.echo(f"{target}: already protected")
     else:
