@@ -8,6 +8,7 @@ launch) imports the implementation lazily.
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib
 import importlib.util
 import sys
@@ -20,6 +21,9 @@ from typing import Any
 VERIFIERS = ("exact_match", "json_schema", "unit_tests", "tool_call")
 # The value of unit_tests' `prepend` that names the row's prompt; any other value names a data column.
 PREPEND_PROMPT = "prompt"
+
+# The types a JSON Schema may name (an argument schema of tool_call's expected calls).
+JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
 # name -> (implementation "module:Class", JSON Schema of `args`)
 BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -80,6 +84,10 @@ BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
                                                  {"type": "object", "required": ["name"], "additionalProperties": False,
                                                   "properties": {"name": {"type": "string", "minLength": 1}, "arguments": {"type": "object"}}}]}},
                 "expected_field": {"description": "Column holding each row's expected calls (that list, or a JSON string of it).", "type": "string", "minLength": 1},
+                "extra_calls": {"description": "penalise: the value is matched / the larger of expected and made calls, so an extra or repeated call lowers it. ignore: matched / expected, calls beyond the expected ones cost nothing (a policy can learn to call everything).", "enum": ["penalise", "ignore"], "default": "penalise"},
+                "strings": {"description": "How strings in an argument schema's enum and const compare: exact, or normalised as the Berkeley Function Calling Leaderboard does (case, spaces and , . / - _ * ^ ignored, ' read as \").", "enum": ["exact", "normalised"], "default": "exact"},
+                "integers": {"description": "json_schema: 5.0 is an integer, as JSON Schema says. strict: only a number written without a fraction is (5.0 fails type integer).", "enum": ["json_schema", "strict"], "default": "json_schema"},
+                "empty_is_omitted": {"description": "An optional argument (not in required) whose schema admits a string, given as \"\", counts as left out (BFCL's marker of an optional argument).", "type": "boolean", "default": False},
             },
             "oneOf": [{"required": ["expected"]}, {"required": ["expected_field"]}],
         },
@@ -137,6 +145,49 @@ def data_columns(fn: str, args: dict[str, Any]) -> list[tuple[str, str]]:
         named = isinstance(prepend, str) and prepend not in ("", PREPEND_PROMPT)
         return tests + ([("prepend", str(prepend))] if named else [])
     return []
+
+
+def tool_call_schema_problems(expected: Any) -> list[tuple[str, str, str]]:
+    """(path below the expected list, what is wrong, the fix) for each argument schema of `tool_call`'s
+    expected calls that cannot be used: not a JSON Schema of draft 2020-12 (an unknown type, an enum that is
+    not a list, a pattern that is not a regular expression, ...). `finetune check` refuses them up front;
+    the reward scores a row holding one `None`, with this reason."""
+    from jsonschema import Draft202012Validator
+
+    meta = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    out = []
+    for i, item in enumerate(expected if isinstance(expected, list) else []):
+        if not isinstance(item, dict) or "arguments" not in item:
+            continue
+        schema, where = item["arguments"], f"[{i}].arguments"
+        if not isinstance(schema, (dict, bool)):
+            out.append((where, f"is {type(schema).__name__}, not a JSON Schema object",
+                        "write the arguments' JSON Schema as a mapping, e.g. {type: object, properties: {...}}"))
+            continue
+        try:
+            errors = sorted(meta.iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
+        except RecursionError:
+            out.append((where, "is nested too deeply to check", "flatten the schema"))
+            continue
+        for err in errors:
+            path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+            is_type = [str(p) for p in err.absolute_path][-1:] == ["type"]
+            message = f"found {err.instance!r}, which is not a JSON Schema type" if is_type else err.message
+            out.append((path, message, _schema_fix(str(err.validator), err.absolute_path, err.instance)))
+    return out
+
+
+def _schema_fix(keyword: str, path: Any, found: Any) -> str:
+    parts = [str(p) for p in path]
+    if "type" in parts[-1:]:
+        close = difflib.get_close_matches(str(found), JSON_TYPES, n=1) if isinstance(found, str) else []
+        return (f"did you mean `{close[0]}`? " if close else "") + \
+            f"use a JSON Schema type: {', '.join(JSON_TYPES)} (or a list of them)"
+    if keyword == "format":
+        return "write a valid regular expression (Python's re syntax)"
+    if parts[-1:] in (["enum"], ["required"]):
+        return f"write {parts[-1]} as a list, e.g. {parts[-1]}: [value]"
+    return "write it as JSON Schema draft 2020-12 says (https://json-schema.org/draft/2020-12/json-schema-validation)"
 
 
 def arg_defaults(fn: str) -> dict[str, Any]:

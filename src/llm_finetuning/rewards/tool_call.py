@@ -1,4 +1,4 @@
-"""`tool_call`: the share of the expected tool calls that an episode made, with arguments that validate.
+"""`tool_call`: the expected tool calls an episode made, with arguments that validate, and no others.
 
 An episode (docs/sampling.md, Episodes) is the list of messages the model and its tools wrote: assistant
 messages carry `tool_calls` (`{"type": "function", "function": {"name", "arguments"}}`, as TRL's
@@ -6,142 +6,279 @@ messages carry `tool_calls` (`{"type": "function", "function": {"name", "argumen
 `<tool_call>{json}</tool_call>` blocks instead, so `finetune score` works on rows written by hand.
 
 The expected calls come from the brief (`expected`) or a dataset column (`expected_field`): a list whose
-items are a tool name, or `{"name": ..., "arguments": <JSON Schema of the arguments object>}`. Each
-expected item is matched by at most one call, in order; the value is matched / expected (1.0 when every
-expected call was made with valid arguments, 0.0 when none was). A row that expects nothing gets None.
+items are a tool name, or `{"name": ..., "arguments": <JSON Schema of the arguments object>}`. Expected
+calls and made calls are paired in any order, as many pairs as possible (a maximum matching: a call
+serves one expected item, and one call's being valid for two items never costs a match). The value is
+matched / the larger of expected and made (`extra_calls: penalise`, the default: a repeated or extra
+call lowers it) or matched / expected (`extra_calls: ignore`). A row that expects nothing gets None, and
+so does a row whose expected calls are not a list of that shape or hold a schema that does not compile.
+
+No completion makes it raise: a call that cannot be read (JSON that does not parse or is nested too
+deeply, a `function` that is not an object, `tool_calls` that is not a list) is a call made that matches
+nothing, and the explanation says what was wrong with it.
 """
 
 from __future__ import annotations
 
 import json
+import marshal
 import re
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from llm_finetuning.reward_registry import arg_defaults
+from llm_finetuning.rewards.call_schema import Check, Options, SchemaProblem, compile_schema
 
-_DEFAULTS = arg_defaults("tool_call")  # none today: every argument is the brief's choice
+_DEFAULTS = arg_defaults("tool_call")
 _TEXT_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_CACHE_SIZE = 4096
 
 
-def _arguments(value: Any) -> Any:
-    """A call's arguments as a value: templates give a mapping, some a JSON string."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return {} if value is None else value
+class Call(NamedTuple):
+    """One call an episode made: its name and arguments, or why it could not be read (`problem`)."""
+
+    name: str
+    arguments: Any
+    problem: str = ""
+
+
+def _loads(text: str) -> tuple[Any, str]:
+    """(the JSON value, "") or (None, why it is not one)."""
+    try:
+        return json.loads(text), ""
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    except ValueError:
+        return None, "not JSON"
+
+
+def _call(name: Any, arguments: Any) -> Call:
+    if not isinstance(name, str) or not name:
+        return Call("<unnamed>", arguments, "no name")
+    if isinstance(arguments, str):
+        parsed, problem = _loads(arguments)
+        if problem:
+            return Call(name, arguments, f"arguments are {problem}")
+        arguments = parsed
+    return Call(name, {} if arguments is None else arguments)
+
+
+def _text_calls(text: str) -> Iterator[Call]:
+    for block in _TEXT_CALL.findall(text):
+        obj, problem = _loads(block)
+        if problem:
+            yield Call("<unparsed>", block, f"the <tool_call> block is {problem}")
+        elif not isinstance(obj, dict):
+            yield Call("<unparsed>", obj, "the <tool_call> block is not a JSON object")
+        else:
+            yield _call(obj.get("name"), obj.get("arguments"))
+
+
+def _message_calls(messages: list[Any]) -> Iterator[Call]:
+    for m in messages:
+        if not isinstance(m, dict) or m.get("role", "assistant") != "assistant":
+            continue
+        calls = m.get("tool_calls")
+        if calls is None:
+            continue
+        if not isinstance(calls, list):
+            yield Call("<malformed>", calls, f"tool_calls is {type(calls).__name__}, not a list")
+            continue
+        for call in calls:
+            fn = call.get("function", call) if isinstance(call, dict) else call
+            if not isinstance(fn, dict):
+                yield Call("<malformed>", fn, f"a call's function is {type(fn).__name__}, not an object")
+            else:
+                yield _call(fn.get("name"), fn.get("arguments"))
+
+
+def made_calls(completion: Any) -> list[Call]:
+    """Every call an episode (messages) or a text completion made, in order."""
+    if isinstance(completion, str):
+        return list(_text_calls(completion))
+    if isinstance(completion, dict):
+        return list(_message_calls([completion]))
+    return list(_message_calls(completion)) if isinstance(completion, list) else []
 
 
 def episode_calls(completion: Any) -> list[tuple[str, Any]]:
     """(tool name, arguments) of every call an episode made, in order."""
-    if isinstance(completion, str):
-        calls = []
-        for block in _TEXT_CALL.findall(completion):
-            try:
-                obj = json.loads(block)
-            except ValueError:
-                calls.append(("", block))
+    return [(c.name, c.arguments) for c in made_calls(completion)]
+
+
+Expected = list[tuple[str, Check | None]]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    try:
+        text = json.dumps(value, default=str)
+    except (RecursionError, ValueError):
+        return "<nested too deeply>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _fingerprint(value: Any) -> bytes | str:
+    """A cache key for a row's expected calls: marshal's bytes (3x quicker than repr, and like repr it
+    tells true, 1 and 1.0 apart); repr for what marshal refuses. Equal values may get two keys (marshal
+    records shared objects), which costs a compile, never a wrong hit."""
+    try:
+        return marshal.dumps(value)
+    except ValueError:
+        return repr(value)
+
+
+def _max_matching(edges: list[list[int]], n_calls: int) -> list[int]:
+    """For each made call, the expected item it serves (-1 for none), in a maximum matching (Kuhn's
+    augmenting paths; `edges[e]` lists the calls valid for expected item e)."""
+    owner = [-1] * n_calls
+    if len(edges) == 1:  # one expected call: any valid call serves it
+        if edges[0]:
+            owner[edges[0][0]] = 0
+        return owner
+
+    def augment(e: int, seen: set[int]) -> bool:
+        for c in edges[e]:
+            if c in seen:
                 continue
-            if isinstance(obj, dict):
-                calls.append((str(obj.get("name", "")), _arguments(obj.get("arguments"))))
-        return calls
-    messages = [completion] if isinstance(completion, dict) else completion if isinstance(completion, list) else []
-    out = []
-    for m in messages:
-        if not isinstance(m, dict) or m.get("role", "assistant") != "assistant":
-            continue
-        for call in m.get("tool_calls") or []:
-            fn = call.get("function", call) if isinstance(call, dict) else {}
-            out.append((str(fn.get("name", "")), _arguments(fn.get("arguments"))))
-    return out
+            seen.add(c)
+            if owner[c] == -1 or augment(owner[c], seen):
+                owner[c] = e
+                return True
+        return False
 
-
-def _expected_items(value: Any) -> list[tuple[str, dict[str, Any] | None]] | None:
-    """(name, argument schema or None) for each expected call; None when the value is not such a list."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            value = [value]
-    if not isinstance(value, list):
-        return None
-    items: list[tuple[str, dict[str, Any] | None]] = []
-    for item in value:
-        if isinstance(item, str):
-            items.append((item, None))
-        elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            schema = item.get("arguments")
-            items.append((item["name"], schema if isinstance(schema, dict) else None))
-        else:
-            return None
-    return items
-
-
-def _argument_error(arguments: Any, schema: dict[str, Any] | None) -> str | None:
-    """Why `arguments` fails `schema` (the first error by path), or None when it validates."""
-    if schema is None:
-        return None
-    from jsonschema import validators
-
-    cls = validators.validator_for(schema)
-    errors = sorted(cls(schema).iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
-    return f"{errors[0].json_path}: {errors[0].message}" if errors else None
+    for e in range(len(edges)):
+        augment(e, set())
+    return owner
 
 
 class ToolCall:
-    """Picklable reward: matched expected calls / expected calls, with why."""
+    """Picklable reward: matched expected calls / max(expected, made) (or / expected), with why."""
 
     def __init__(self, expected: list[Any] | None = None, expected_field: str | None = None,
+                 extra_calls: str = _DEFAULTS["extra_calls"], strings: str = _DEFAULTS["strings"],
+                 integers: str = _DEFAULTS["integers"], empty_is_omitted: bool = _DEFAULTS["empty_is_omitted"],
                  name: str = "tool_call") -> None:
         self.expected = expected
         self.expected_field = expected_field
+        self.extra_calls = extra_calls
+        self.options = Options(strings=strings, integers=integers, empty_is_omitted=empty_is_omitted)
         self.__name__ = name
+        self._cache: dict[Any, Expected | str] = {}
 
-    def score_explained(self, completion: Any, expected: list[tuple[str, dict[str, Any] | None]]
-                        ) -> tuple[float | None, str]:
-        """(the value for one episode, why: which expected calls matched and the first argument error)."""
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_cache": {}}
+
+    def expected_items(self, value: Any) -> Expected | str:
+        """(name, compiled argument check or None) for each expected call, or why `value` cannot be one."""
+        try:
+            key = value if isinstance(value, str) else _fingerprint(value)
+        except RecursionError:
+            return "the expected calls are nested too deeply: not scored"
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._compile(value)
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.clear()
+            self._cache[key] = cached
+        return cached
+
+    def _compile(self, value: Any) -> Expected | str:
+        if isinstance(value, str):
+            parsed, problem = _loads(value)
+            value = [value] if problem == "not JSON" else parsed
+            if problem and problem != "not JSON":
+                return f"the expected calls are {problem}: not scored"
+        if not isinstance(value, list):
+            return "the expected calls are not a list of names or {name, arguments}: not scored"
+        items: Expected = []
+        for i, item in enumerate(value):
+            if isinstance(item, str):
+                items.append((item, None))
+            elif isinstance(item, dict) and isinstance(item.get("name"), str):
+                if "arguments" not in item or item["arguments"] is None:
+                    items.append((item["name"], None))
+                    continue
+                try:
+                    items.append((item["name"], compile_schema(item["arguments"], self.options)))
+                except (SchemaProblem, RecursionError) as exc:
+                    return f"expected call [{i}] ({item['name']}) has an argument schema that does not compile: {exc}: not scored"
+            else:
+                return "the expected calls are not a list of names or {name, arguments}: not scored"
+        return items
+
+    def score_explained(self, completion: Any, expected: Expected) -> tuple[float | None, str]:
+        """(the value for one episode, why: what matched, calls beyond the expected ones, the first error)."""
         if not expected:
             return None, "the row expects no tool call: not scored"
-        calls = episode_calls(completion)
-        unused = list(range(len(calls)))
-        matched, first_error = 0, ""
-        for name, schema in expected:
-            hit = None
-            for i in unused:
-                if calls[i][0] != name:
-                    continue
-                error = _argument_error(calls[i][1], schema)
-                if error is None:
-                    hit = i
-                    break
-                first_error = first_error or f"{name} arguments {json.dumps(calls[i][1], default=str)[:80]} fail {error}"
-            if hit is not None:
-                unused.remove(hit)
-                matched += 1
-        made = ", ".join(n or "<unparsed>" for n, _ in calls) or "no tool call"
+        calls = made_calls(completion)
+        edges, first_error = _edges(expected, calls)
+        matched = len(calls) - _max_matching(edges, len(calls)).count(-1)
+        denominator = len(expected) if self.extra_calls == "ignore" else max(len(expected), len(calls))
+        made = ", ".join(c.name for c in calls) or "no tool call"
         why = f"{matched}/{len(expected)} expected call(s) made with valid arguments; made: {made}"
-        return matched / len(expected), why + (f"; {first_error}" if first_error else "")
+        if len(calls) > len(expected):
+            cost = "ignored (extra_calls: ignore)" if self.extra_calls == "ignore" else \
+                f"the value is {matched}/{denominator}"
+            why += f"; {len(calls) - len(expected)} call(s) more than expected: {cost}"
+        problems = [f"{c.name}: {c.problem}" for c in calls if c.problem]
+        detail = problems[:1] or ([first_error] if first_error and matched < len(expected) else [])
+        return matched / denominator, why + (f"; {detail[0]}" if detail else "")
 
-    def _score(self, completions: list[Any], columns: dict[str, Any]) -> list[tuple[float | None, str | None]]:
+    def score(self, completion: Any, expected: Expected) -> float | None:
+        """The value alone (what training reads), without building the explanation."""
+        if not expected:
+            return None
+        calls = made_calls(completion)
+        matched = len(calls) - _max_matching(_edges(expected, calls, explain=False)[0], len(calls)).count(-1)
+        return matched / (len(expected) if self.extra_calls == "ignore" else max(len(expected), len(calls)))
+
+    def _score(self, completions: list[Any], columns: dict[str, Any],
+               explain: bool = True) -> list[tuple[float | None, str | None]]:
         if self.expected_field is not None and self.expected_field not in columns:
             raise KeyError(f"{self.__name__}: no column {self.expected_field!r} in the data; set "
                            "args.expected_field to the column holding each row's expected tool calls")
         out: list[tuple[float | None, str | None]] = []
         for i, completion in enumerate(completions):
             raw = self.expected if self.expected is not None else columns[str(self.expected_field)][i]
-            items = _expected_items(raw)
-            if items is None:
-                out.append((None, "the expected calls are not a list of names or {name, arguments}: not scored"))
+            items = self.expected_items(raw)
+            if isinstance(items, str):
+                out.append((None, items))
                 continue
-            out.append(self.score_explained(completion, items))
+            try:
+                out.append(self.score_explained(completion, items) if explain else (self.score(completion, items), None))
+            except RecursionError:
+                out.append((0.0, "the completion is nested too deeply to read: 0"))
         return out
 
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
-        return [value for value, _ in self._score(completions, columns)]
+        return [value for value, _ in self._score(completions, columns, explain=False)]
 
     def explained(self, prompts: list[Any], completions: list[Any],
                   **columns: Any) -> list[tuple[float | None, str | None]]:
-        """Each value with why: the expected calls matched, the calls made, the first argument error."""
+        """Each value with why: the expected calls matched, the calls made, extra calls, the first error."""
         return self._score(completions, columns)
 
+
+def _edges(expected: Expected, calls: list[Call], explain: bool = True) -> tuple[list[list[int]], str]:
+    """For each expected item, the calls that serve it (right name, readable, valid arguments); and the
+    first argument error seen (when `explain`)."""
+    edges: list[list[int]] = []
+    first_error = ""
+    for name, check in expected:
+        valid = []
+        for j, call in enumerate(calls):
+            if call.name != name or call.problem:
+                continue
+            if check is None:
+                valid.append(j)
+                continue
+            try:
+                error = check(call.arguments)
+            except RecursionError:
+                error = ("", "nested too deeply to check")
+            if error is None:
+                valid.append(j)
+            elif explain and not first_error:
+                first_error = f"{name} arguments {_short(call.arguments)} fail ${error[0]}: {error[1]}"
+        edges.append(valid)
+    return edges, first_error
