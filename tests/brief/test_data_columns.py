@@ -139,3 +139,23 @@ def test_baseline_refuses_before_sampling(tmp_path: Path, tiny_model_dir: Path) 
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "Sampling" not in proc.stderr and "Loading" not in proc.stderr
     assert "rewards[0].args.answer_field: column 'solution' is in none of" in proc.stderr
+
+
+def test_check_refuses_an_expected_calls_column_whose_argument_schema_does_not_compile(tmp_path: Path) -> None:
+    good = [{"name": "multiply", "arguments": {"type": "object", "properties": {"a": {"type": "integer"}}}}]
+    bad = [{"name": "multiply", "arguments": {"type": "object", "properties": {"a": {"type": "integr"}, "b": {"enum": 3}}}}]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps({"prompt": "3 x 4?", "calls": c}) + "\n"
+                                                  for c in (good, json.dumps(bad))))
+    (tmp_path / "brief.yaml").write_text(yaml.safe_dump({
+        "brief": 1, "name": "tools", "method": "grpo", "task": {"summary": "multiply with a tool"},
+        "model": {"id": "Qwen/Qwen2.5-0.5B-Instruct"}, "data": {"train": "train.jsonl"},
+        "rewards": [{"fn": "tool_call", "args": {"expected_field": "calls"}}]}))
+    code, err = check(tmp_path / "brief.yaml")
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.startswith("rewards[0].args.expected_field:")]
+    assert lines == [
+        "rewards[0].args.expected_field: row 1 of data.train (train.jsonl), calls[0].arguments.properties.a.type: "
+        "found 'integr', which is not a JSON Schema type Fix: did you mean `integer`? use a JSON Schema type: "
+        "string, integer, number, boolean, array, object, null (or a list of them)",
+        "rewards[0].args.expected_field: row 1 of data.train (train.jsonl), calls[0].arguments.properties.b.enum: "
+        "3 is not of type 'array' Fix: write enum as a list, e.g. enum: [value]"]

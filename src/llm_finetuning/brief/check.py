@@ -243,6 +243,9 @@ def _check_rewards(rewards: list[Any], folder: Path) -> list[Problem]:
         arg_schema = registry.BUILTINS[fn][1]
         for err in _validator(arg_schema).iter_errors(args):
             errors.extend(_schema_error(err, prefix=("rewards", i, "args")))
+        if fn == "tool_call":
+            for sub, message, fix in registry.tool_call_schema_problems(args.get("expected")):
+                errors.append(Problem("invalid_schema", f"{base}.args.expected{sub}", message, fix))
     return errors
 
 

@@ -1,5 +1,6 @@
 """The columns a brief names exist in its data: `data.prompt_field` and every reward's column argument
-(`answer_field`, `schema_field`, `tests_field`, `io_field`).
+(`answer_field`, `schema_field`, `tests_field`, `io_field`, `expected_field`), and the argument schemas in a
+`tool_call` expected-calls column compile.
 
 `finetune check` (and so the gate) reads the first rows of the local train and eval files with the
 standard library alone (JSON Lines, JSON, CSV; Parquet's schema only when pyarrow is importable), so a
@@ -20,7 +21,7 @@ from typing import Any
 
 from llm_finetuning.brief.sections import DataSpec, RewardSpec
 from llm_finetuning.errors import Problem, UnusableInput
-from llm_finetuning.reward_registry import data_columns
+from llm_finetuning.reward_registry import data_columns, tool_call_schema_problems
 
 FIRST_ROWS = 20
 
@@ -144,6 +145,29 @@ def check_data_columns(data: dict[str, Any], rewards: list[Any], folder: Path) -
             errors.append(Problem("empty_data", f"data.{key}", f"{ref} holds no rows", "add examples"))
             continue
         errors += missing_columns(needed, rows, f"data.{key} ({ref})")
+        errors += expected_call_schemas(rewards, rows, f"data.{key} ({ref})")
+    return errors
+
+
+def expected_call_schemas(rewards: list[Any], rows: list[dict[str, Any]], source: str) -> list[Problem]:
+    """One error per argument schema in a `tool_call` reward's expected-calls column that does not compile
+    (its row and path below the column in the message), so a bad schema stops `finetune check`, not a run."""
+    errors = []
+    for i, spec in enumerate(rewards):
+        args = spec.get("args") if isinstance(spec, dict) and spec.get("fn") == "tool_call" else None
+        column = args.get("expected_field") if isinstance(args, dict) else None
+        if not isinstance(column, str):
+            continue
+        for number, row in enumerate(rows):
+            value = row.get(column)
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except (ValueError, RecursionError):
+                    continue  # a plain tool name, or text the reward scores None with its reason
+            for sub, message, fix in tool_call_schema_problems(value):
+                errors.append(Problem("invalid_schema", f"rewards[{i}].args.expected_field",
+                                      f"row {number} of {source}, {column}{sub}: {message}", fix))
     return errors
 
 
