@@ -24,7 +24,7 @@ docs/rewards.md).
 
 `python -m llm_finetuning.rewards.tool_call_bfcl QUESTIONS.json ANSWERS.json -o rows.jsonl` writes one
 row per entry: `id`, `prompt` (the entry's first turn), and `functions` and `expected_calls` as JSON
-strings (the form to train on: see `rows`).
+strings (see `rows`).
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 def rows(questions: list[dict[str, Any]], answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One `tool_call` row per entry that has a possible answer. `functions` and `expected_calls` are JSON
-    strings: loaded through `datasets` (as training loads data), rows whose schemas have different keys
-    would otherwise be merged into one Arrow type, every row given every other row's keys as nulls."""
+    strings: they stay exactly as written through any data format, and the reward caches its compiled
+    schemas by the string."""
     by_id = {a["id"]: a["ground_truth"] for a in answers}
     return [{"id": q["id"], "prompt": q["question"][0], "functions": json.dumps(q["function"]),
              "expected_calls": json.dumps(expected_calls(q["function"], by_id[q["id"]]))}
