@@ -120,11 +120,44 @@ def embedded_gguf_path() -> Path:
     )
 
 
-def _is_local(model_id: str, folder: Path | None) -> bool:
-    """The brief checker's rule: a path-like id, or one that exists next to the brief."""
-    if model_id.startswith((".", "/", "~")):
+PATH_LIKE = (".", "/", "~")  # a reference that starts so names a path, never a hub id
+# config.json keys that count a mixture of experts' routed experts (top level, or in `text_config` of a
+# vision-language model): Mixtral, Qwen-MoE, DeepSeek, ERNIE 4.5 MoE.
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+
+
+def model_is_local(model_id: str, folder: Path | None) -> bool:
+    """The one rule for `model.id`: a path-like id, or one that exists next to the brief, is a local folder;
+    an embedded id or anything else is not (a hub id)."""
+    if model_id.startswith(EMBEDDED_PREFIX):
+        return False
+    if model_id.startswith(PATH_LIKE):
         return True
-    return folder is not None and (folder / model_id).exists()
+    try:
+        return folder is not None and (folder / model_id).exists()
+    except (OSError, ValueError):  # an impossible name (too long, NUL byte) names nothing
+        return False
+
+
+def config_experts(config: dict[str, Any]) -> int:
+    """Routed experts per layer that a transformers config.json names (0 for a dense model, one expert included)."""
+    for section in (config, config.get("text_config")):
+        if not isinstance(section, dict):
+            continue
+        for key in EXPERT_KEYS:
+            value = section.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+                return value
+    return 0
+
+
+def is_moe(config: dict[str, Any]) -> bool:
+    """True when a transformers config.json describes a mixture-of-experts model: more than one routed expert,
+    or a model type or architecture that names one (`mixtral`, `qwen3_moe`, `Qwen3MoeForCausalLM`)."""
+    if config_experts(config) > 1:
+        return True
+    names = [str(config.get("model_type", ""))] + [str(a) for a in config.get("architectures") or []]
+    return any("moe" in n.lower() or "mixtral" in n.lower() for n in names)
 
 
 def _local_path(model_id: str, folder: Path | None) -> Path:
@@ -197,7 +230,7 @@ def model_identity(model: ModelRef, brief_folder: Path | None = None) -> str:
     mid, gguf, revision = model.id, model.gguf_file, model.revision
     if mid == EMBEDDED_ID:
         return f"{EMBEDDED_ID}@sha256:{cached_sha256_file(embedded_gguf_path())}"
-    if _is_local(mid, brief_folder):
+    if model_is_local(mid, brief_folder):
         folder = _local_path(mid, brief_folder)
         if not folder.is_dir():
             raise UnusableInput(f"local model directory {mid!r} does not exist (looked at {folder})",
@@ -224,7 +257,7 @@ def resolve_model(model: ModelRef, brief_folder: Path | None = None) -> Resolved
         out = cache_root() / "models" / f"smollm2-135m-instruct-{identity.rsplit(':', 1)[1][:12]}"
         _ensure_dequantised(str(gpath.parent), gpath.name, None, out, identity)
         return ResolvedModel(str(out), None, None, identity, True, mid)
-    if _is_local(mid, brief_folder):
+    if model_is_local(mid, brief_folder):
         folder = _local_path(mid, brief_folder)
         if gguf:
             out = cache_root() / "models" / f"{_slug(Path(str(gguf)).stem)}-{identity.rsplit(':', 1)[1][:12]}"

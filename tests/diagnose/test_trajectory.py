@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from llm_finetuning.diagnose import load_context, load_trajectory
-from llm_finetuning.diagnose.context import model_config_is_moe, read_eval
+from llm_finetuning.diagnose.context import read_eval
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.models import is_moe as model_config_is_moe
 
 from . import synth
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_finetuning.gate.checks.global_batch import smallest_fixes
+from llm_finetuning.brief.batch import GenerationBatch
 from llm_finetuning.gate.trl_fields import grpo_config_fields
 
 PROBE = """
@@ -31,16 +31,20 @@ def test_cached_gate_imports_no_heavy_module(make_brief, private_cache: Path) ->
     assert json.loads(second.stdout)["heavy"] == []
 
 
+def smallest_fixes(per_device: int, accumulation: int, processes: int, n: int) -> list[str]:
+    return GenerationBatch(per_device, processes, accumulation, n, accumulation, False).fixes()
+
+
 def test_smallest_batch_fix_prefers_gradient_accumulation() -> None:
     assert smallest_fixes(8, 5, 1, 16)[0].startswith("set `grpo.gradient_accumulation_steps: 6`")
-    assert smallest_fixes(4, 4, 3, 16)[0] == ("set `grpo.gradient_accumulation_steps: 4` (global batch 48 = 3 groups of 16)")
+    assert smallest_fixes(4, 4, 3, 16)[0] == ("set `grpo.gradient_accumulation_steps: 4` (generation batch 48 = 3 groups of 16)")
 
 
 def test_one_group_is_one_group(make_brief) -> None:  # type: ignore[no-untyped-def]
     """Issue 27 item 11: "1 groups of 12"."""
     from llm_finetuning.gate import run_gate
 
-    assert smallest_fixes(6, 1, 1, 12)[0] == "set `grpo.gradient_accumulation_steps: 2` (global batch 12 = 1 group of 12)"
+    assert smallest_fixes(6, 1, 1, 12)[0] == "set `grpo.gradient_accumulation_steps: 2` (generation batch 12 = 1 group of 12)"
     brief = make_brief("passing")
     brief.write_text(brief.read_text().replace("num_generations: 8", "num_generations: 32"))
     [check] = [c for c in run_gate(brief).checks if c.id == "global_batch"]

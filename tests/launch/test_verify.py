@@ -118,7 +118,7 @@ def test_vllm_server_plan_and_missing_vllm(tmp_path: Path, model: Path) -> None:
     out = finetune("render", str(brief), "-o", str(run))
     assert out.returncode == 0, out.stdout + out.stderr
     plan = json.loads(finetune("launch", str(run), "--plan").stdout)
-    assert (plan["how"], plan["server_gpus"], plan["train_processes"]) == ("launch.sh", 1, 7)
+    assert (plan["how"], plan["server_gpus"], plan["train_processes"]) == ("script", 1, 7)
     script = (run / "launch.sh").read_text()
     assert "CUDA_VISIBLE_DEVICES=0 trl vllm-serve" in script and "CUDA_VISIBLE_DEVICES=1,2,3,4,5,6,7 accelerate" in script
     assert "trap stop_server EXIT" in script and "/health/" in script

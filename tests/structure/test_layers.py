@@ -87,6 +87,7 @@ LAYERS: dict[str, set[str]] = {
         "brief",  # the run's brief: its schedule and rewards explain the metrics
         "reward_registry",  # which logged rewards are verifiers
         "memory.shapes",  # a MoE finding needs the model's shape
+        "models",  # is_moe: the one reading of a config.json's experts
         "records.diagnosis",  # the diagnosis.json record the gate verifies: its format
         "rundir",  # the run's metrics, completions, evaluations, checkpoints and manifest
     },

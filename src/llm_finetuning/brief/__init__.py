@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from llm_finetuning.brief.batch import MIN_NUM_GENERATIONS, GenerationBatch
 from llm_finetuning.brief.defaults import apply_defaults, recipe_defaults, schema, whole_numbers
 from llm_finetuning.brief.episode import EpisodeSpec
 from llm_finetuning.brief.sections import (
@@ -31,7 +32,6 @@ from llm_finetuning.fileio import sha256_bytes
 
 RECIPE_LEARNING_RATE = 5e-7
 RECIPE_BETA = 0.01
-MIN_NUM_GENERATIONS = 8
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,7 @@ def load_brief(path: str | Path) -> tuple[Brief | None, list[Problem]]:
 
 __all__ = [
     "MIN_NUM_GENERATIONS",
+    "GenerationBatch",
     "RECIPE_BETA",
     "RECIPE_LEARNING_RATE",
     "Brief",

@@ -18,11 +18,10 @@ from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief.columns import check_data_columns
 from llm_finetuning.brief.defaults import apply_defaults, schema
 from llm_finetuning.brief.episode import check_episode
+from llm_finetuning.brief.sections import DATA_SUFFIXES, data_is_local
+from llm_finetuning.brief.variants import VARIANT_SYMPTOM
 from llm_finetuning.errors import Problem, format_path, short_repr
-from llm_finetuning.models import EMBEDDED_IDS, EMBEDDED_PREFIX
-
-LOCAL_DATA_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
-VARIANT_SYMPTOM = {"dapo": "entropy_collapse", "dr_grpo": "length_reward_correlation", "gspo": "moe"}
+from llm_finetuning.models import EMBEDDED_IDS, EMBEDDED_PREFIX, model_is_local
 
 
 def _validator(node: dict[str, Any]) -> Draft202012Validator:
@@ -149,24 +148,20 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def _looks_local(ref: str) -> bool:
-    return ref.endswith(LOCAL_DATA_SUFFIXES) or ref.startswith((".", "/", "~")) or ref.count("/") != 1
-
-
 def _check_data(data: dict[str, Any], folder: Path) -> list[Problem]:
     errors = []
     for key in ("train", "eval"):
         ref = data.get(key)
         if not isinstance(ref, str) or not ref:
             continue
-        if _looks_local(ref):
+        if data_is_local(ref, folder):
             p = Path(ref).expanduser()
             p = p if p.is_absolute() else folder / p
             if not _exists(p):
                 errors.append(Problem("missing_file", f"data.{key}",
                                       f"file {ref!r} does not exist (looked at {p})",
                                       "fix the path (relative to the brief's folder) or generate the data"))
-            elif p.is_file() and not p.name.endswith(LOCAL_DATA_SUFFIXES):
+            elif p.is_file() and not p.name.lower().endswith(DATA_SUFFIXES):
                 errors.append(Problem("unsupported_format", f"data.{key}",
                                       f"{ref!r} is not a .jsonl, .json, .parquet or .csv file",
                                       "convert the data to JSON Lines"))
@@ -183,9 +178,8 @@ def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path)
         return errors  # the schema error already names model.id
     if mid.startswith(EMBEDDED_PREFIX) and mid not in EMBEDDED_IDS:
         return errors + [_unknown_embedded(mid)]
-    local = mid.startswith((".", "/", "~")) or _exists(folder / mid)
     gguf = model.get("gguf_file")
-    if local:
+    if model_is_local(mid, folder):
         p = Path(mid).expanduser()
         p = p if p.is_absolute() else folder / p
         if not _exists(p) or not p.is_dir():

@@ -12,9 +12,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from llm_finetuning import reward_registry as registry
+from llm_finetuning.brief.batch import GenerationBatch
+from llm_finetuning.models import EMBEDDED_PREFIX, PATH_LIKE, model_is_local
 
 # The schema's enums (a test holds each to its `enum`)
 Modality = Literal["text", "vision"]
@@ -25,6 +28,20 @@ Variant = Literal["grpo", "dapo", "dr_grpo", "gspo"]
 Symptom = Literal["entropy_collapse", "length_reward_correlation", "moe"]
 LrScheduler = Literal["constant", "cosine", "linear"]
 Generation = Literal["vllm-colocate", "vllm-server", "transformers"]
+# The file formats a local data split may have, and the `datasets` builder that reads each.
+DATA_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+DATA_SUFFIXES = tuple(DATA_BUILDERS)
+
+
+def data_is_local(ref: str, folder: Path) -> bool:
+    """The one rule for `data.train` and `data.eval`: a path-like reference, a data file's suffix, or a name
+    that exists next to the brief is a local file; anything else is a hub dataset id."""
+    if ref.startswith(PATH_LIKE) or ref.lower().endswith(DATA_SUFFIXES):
+        return True
+    try:
+        return (folder / ref).exists()
+    except (OSError, ValueError):  # an impossible name (too long, NUL byte) names nothing
+        return False
 
 
 class FrozenMapping(Mapping[str, Any]):
@@ -94,6 +111,15 @@ class ModelSpec:
         return cls(section["id"], section["revision"], section["gguf_file"], section["architecture"],
                    section["dtype"], section["adapter"], LoraSpec.of(section["lora"]))
 
+    @property
+    def is_embedded(self) -> bool:
+        """`model.id` names a model shipped in a package (`embedded:...`)."""
+        return self.id.startswith(EMBEDDED_PREFIX)
+
+    def is_local(self, folder: Path) -> bool:
+        """`model.id` names a folder (relative to the brief's `folder`), not a hub id or an embedded model."""
+        return model_is_local(self.id, folder)
+
 
 @dataclass(frozen=True)
 class DataSpec:
@@ -110,6 +136,11 @@ class DataSpec:
     def of(cls, section: dict[str, Any]) -> DataSpec:
         return cls(section["train"], section["eval"], section["split"], section["prompt_field"],
                    section["system_prompt"], FrozenMapping(section["chat_template_kwargs"]))
+
+    def eval_is_split(self, folder: Path) -> bool:
+        """`data.eval` names another split of the hub dataset `data.train` (e.g. `test`), not data of its own."""
+        return (bool(self.eval) and "/" not in str(self.eval) and not data_is_local(str(self.eval), folder)
+                and not data_is_local(self.train, folder))
 
 
 @dataclass(frozen=True)
@@ -166,6 +197,24 @@ class GrpoSpec:
     def of(cls, section: dict[str, Any]) -> GrpoSpec:
         return cls(**{**section, "overrides": FrozenMapping(section["overrides"])})
 
+    @property
+    def steps_per_generation(self) -> int | None:
+        """Optimizer steps per generation batch: the override, else one accumulation cycle (four for GSPO,
+        whose sequence ratio only matters off-policy: paper v2, 5.1); None when `generation_batch_size` is
+        overridden instead (TRL takes one or the other)."""
+        if "steps_per_generation" in self.overrides:
+            return int(self.overrides["steps_per_generation"])
+        if "generation_batch_size" in self.overrides:
+            return None
+        return self.gradient_accumulation_steps * (4 if self.variant == "gspo" else 1)
+
+    def generation_batch(self, processes: int) -> GenerationBatch:
+        """The completions generated at once with `processes` training processes, held to TRL's rule."""
+        size = self.overrides.get("generation_batch_size")
+        return GenerationBatch(self.per_device_train_batch_size, processes, self.steps_per_generation,
+                               self.num_generations, self.gradient_accumulation_steps,
+                               "steps_per_generation" in self.overrides, None if size is None else int(size))
+
 
 @dataclass(frozen=True)
 class HardwareSpec:
@@ -182,6 +231,29 @@ class HardwareSpec:
     @classmethod
     def of(cls, section: dict[str, Any]) -> HardwareSpec:
         return cls(**section)
+
+    @property
+    def server_gpus(self) -> int:
+        """GPUs given to `trl vllm-serve` (0 without a server, and on CPU)."""
+        return self.vllm_server_gpus if self.generation == "vllm-server" and self.gpus else 0
+
+    @property
+    def training_machines(self) -> int:
+        """Machines that train: all of them, except the first node that serves a multi-node vLLM server."""
+        if self.gpus == 0:
+            return 1
+        return self.nodes - 1 if self.server_gpus and self.nodes > 1 else self.nodes
+
+    @property
+    def training_processes(self) -> int:
+        """Processes that train (accelerate's num_processes): on one node the GPUs not given to the vLLM server;
+        on several nodes in vllm-server mode the first node serves and the others train (accelerate needs the
+        same process count on every node); 1 on CPU. May be 0 or less on a brief the renderer refuses."""
+        if self.gpus == 0:
+            return 1
+        if self.server_gpus and self.nodes == 1:
+            return self.gpus - self.server_gpus
+        return self.training_machines * self.gpus
 
 
 @dataclass(frozen=True)

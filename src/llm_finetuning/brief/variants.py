@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+# The symptom `finetune diagnose` names that each variant answers (`grpo.symptom`); grpo answers none.
+VARIANT_SYMPTOM = {"dapo": "entropy_collapse", "dr_grpo": "length_reward_correlation", "gspo": "moe"}
+
+
+def variant_decides(variant: str) -> dict[str, Any]:
+    """What the variant sets in GRPOConfig, key by key: an override may repeat it but not contradict it."""
+    return {key: value for key, value, _ in VARIANT_SETTINGS[variant]}
+
+
 # One entry per GRPO variant: (key, value, why). Applied after the brief's own values.
 VARIANT_SETTINGS: dict[str, list[tuple[str, Any, str]]] = {
     "grpo": [

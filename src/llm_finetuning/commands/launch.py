@@ -88,10 +88,11 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
     except LaunchRefused as exc:
         _refuse(run_dir, exc, as_json=plan_only)
     plan = launch_plan(run, resume)
+    mode = run.topology.launch_mode
     if plan_only:
         click.echo(render_problems(run.warnings, as_json=True, extra=plan))
         return
-    if plan["how"] == "sbatch":
+    if mode == "sbatch":
         _refuse(run_dir, LaunchRefused([Problem("several_nodes", "hardware.nodes", f"this run spans {plan['nodes']} "
                                                 "nodes, which one launch here cannot start.",
                                                 f"submit it to SLURM: {plan['command']}")]))
@@ -106,7 +107,7 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
     from llm_finetuning.launch.detach import forget_stale_launch
 
     forget_stale_launch(run.run_dir)
-    if plan["how"] == LAUNCH_SCRIPT:
+    if mode == "script":
         click.echo(f"finetune launch: {plan['command']}", err=True)
         sys.exit(_run_script(run.run_dir, resume))
     from llm_finetuning.launch.worker import run_worker

@@ -18,6 +18,7 @@ from llm_finetuning.brief import Brief
 from llm_finetuning.diagnose.trajectory import Completion, read_completions
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import read_json_or_none
+from llm_finetuning.models import is_moe
 from llm_finetuning.rundir import COMPLETIONS, EVAL_JSON, EVAL_JSONL, GRPO_CONFIG
 from llm_finetuning.rundir.checkpoints import checkpoint_dirs
 from llm_finetuning.rundir.manifest import brief_path as rendered_brief_path
@@ -28,8 +29,6 @@ CORRECTNESS_NAME = re.compile(r"exact|correct|accura|match|unit_test|pass|verif|
                               re.IGNORECASE)
 # Name patterns of shaping rewards: format, length, style. These never count as correctness.
 SHAPING_NAME = re.compile(r"format|length|len_|style|tag|think|xml|digit|penalty|shape|brevity", re.IGNORECASE)
-# config.json keys that make a model a mixture of experts when their value is above 1.
-MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
 
 
 @dataclass(frozen=True)
@@ -83,18 +82,6 @@ class RunContext:
     notes: list[str] = field(default_factory=list)  # what could not be read, for stderr
 
 
-def model_config_is_moe(config: dict[str, Any]) -> bool:
-    """True when a transformers config.json describes a mixture-of-experts model."""
-    for key in MOE_CONFIG_KEYS:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 1:
-            return True
-    names = [str(config.get("model_type", ""))] + [str(a) for a in config.get("architectures") or []]
-    return any("moe" in n.lower() or "mixtral" in n.lower() for n in names)
-
-
-
-
 def _read_brief(ctx: RunContext, brief_path: Path) -> Brief | None:
     """The brief at `brief_path`, or None with a note saying why diagnose goes on without it."""
     from llm_finetuning.brief import load_brief
@@ -135,9 +122,9 @@ def _apply_brief(ctx: RunContext, brief: Brief) -> None:
     else:
         model_id = model.id
         local = brief.resolve(model_id)
-        config = read_json_or_none(local / "config.json") if local.is_dir() else None
+        config = read_json_or_none(local / "config.json") if model.is_local(brief.folder) and local.is_dir() else None
         if isinstance(config, dict):
-            ctx.is_moe, ctx.moe_source = model_config_is_moe(config), f"{local / 'config.json'}"
+            ctx.is_moe, ctx.moe_source = is_moe(config), f"{local / 'config.json'}"
         else:
             ctx.model_id = model_id  # looked up in the table of published shapes if nothing better says
 
@@ -187,7 +174,7 @@ def _apply_checkpoint_config(ctx: RunContext, run_dir: Path) -> None:
     for ckpt in reversed(checkpoint_dirs(run_dir)):
         config = read_json_or_none(ckpt / "config.json")
         if isinstance(config, dict):
-            ctx.is_moe, ctx.moe_source = model_config_is_moe(config), str(ckpt / "config.json")
+            ctx.is_moe, ctx.moe_source = is_moe(config), str(ckpt / "config.json")
             return
 
 

@@ -22,9 +22,6 @@ if TYPE_CHECKING:
     from llm_finetuning.gate.protection import Registered
     from llm_finetuning.memory import Estimate
 
-MOE_CONFIG_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
-
-
 @dataclass(frozen=True)
 class Deviation:
     """What the run directory named by grpo.deviation says about itself."""
@@ -115,12 +112,9 @@ def _load_deviation(brief: Brief) -> Deviation | None:
 
 
 def _load_model_config(brief: Brief) -> dict[str, Any] | None:
-    from llm_finetuning.records.bindings import model_is_local
-
-    mid = brief.model.id
-    if not model_is_local(mid, brief.folder):
+    if not brief.model.is_local(brief.folder):
         return None
-    return read_json_or_none(brief.resolve(mid) / "config.json")
+    return read_json_or_none(brief.resolve(brief.model.id) / "config.json")
 
 
 def _model_identity(brief: Brief) -> str | None:

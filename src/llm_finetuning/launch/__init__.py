@@ -26,7 +26,7 @@ from llm_finetuning.errors import (
     sort_problems,
 )
 from llm_finetuning.rundir import LAUNCH_SCRIPT, SBATCH_SCRIPT
-from llm_finetuning.rundir.manifest import brief_path, load_manifest, verify_manifest
+from llm_finetuning.rundir.manifest import Topology, brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
 if TYPE_CHECKING:
@@ -55,13 +55,12 @@ class VerifiedRun:
     warnings: list[Problem] = field(default_factory=list)
 
     @property
-    def topology(self) -> dict[str, Any]:
-        return dict(self.manifest.get("topology", {}))
+    def topology(self) -> Topology:
+        return Topology.from_json(self.manifest.get("topology"))
 
     @property
     def in_process(self) -> bool:
-        t = self.topology
-        return int(t.get("train_processes", 1)) == 1 and not t.get("server_gpus") and int(t.get("nodes", 1)) == 1
+        return self.topology.launch_mode == "in-process"
 
 
 def vllm_problem(generation: str) -> Problem | None:
@@ -131,24 +130,22 @@ def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:
     """What `finetune launch` will run, as data (printed by `--plan`, checked by tests)."""
     args = ["--resume"] if resume else []
     topo = run.topology
-    if run.in_process:
-        how = "in-process"
+    how = topo.launch_mode
+    if how == "in-process":
         command = ["finetune", "launch", str(run.run_dir), *args]
-    elif int(topo.get("nodes", 1)) > 1:
-        how = "sbatch"
+    elif how == "sbatch":
         command = ["sbatch", "--chdir", str(run.run_dir), str(run.run_dir / SBATCH_SCRIPT), *args]
     else:
-        how = LAUNCH_SCRIPT
         command = ["bash", str(run.run_dir / LAUNCH_SCRIPT), *args]
     return {
         "run_dir": str(run.run_dir),
         "how": how,
         "command": shlex.join(command),
-        "generation": topo.get("generation"),
-        "train_processes": topo.get("train_processes"),
-        "server_gpus": topo.get("server_gpus"),
-        "distributed": topo.get("distributed"),
-        "nodes": topo.get("nodes"),
+        "generation": topo.generation,
+        "train_processes": topo.train_processes,
+        "server_gpus": topo.server_gpus,
+        "distributed": topo.distributed,
+        "nodes": topo.nodes,
         "resume": resume,
         "backend_problems": [p.line() for p in run.warnings],
     }

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from llm_finetuning.models import config_experts
+
 
 @dataclass(frozen=True)
 class ModelShape:
@@ -189,7 +191,7 @@ def shape_from_config(config: dict[str, Any], name: str) -> ModelShape:
     if "hidden_size" not in cfg:
         raise ValueError("config.json has no hidden_size")
     heads = int(cfg.get("num_attention_heads", 1))
-    experts = int(cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts") or 0)
+    experts = config_experts(cfg)
     moe_width = cfg.get("moe_intermediate_size")
     intermediate = int(moe_width if experts and moe_width else cfg.get("intermediate_size", 4 * cfg["hidden_size"]))
     family = str(cfg.get("model_type") or config.get("model_type") or "unknown")

@@ -89,10 +89,6 @@ def code_sha256(bound: list[dict[str, Any]]) -> str:
     return sha256_json(sorted({k: v for b in bound for k, v in b["code"].items()}.items()))
 
 
-def model_is_local(model_id: str, brief_folder: Path) -> bool:
-    return model_id.startswith((".", "/", "~")) or (brief_folder / model_id).exists()
-
-
 def model_fingerprint(model: ModelSpec, brief_folder: Path) -> str:
     """A cheap, stable fingerprint of the model the brief names.
 
@@ -101,9 +97,9 @@ def model_fingerprint(model: ModelSpec, brief_folder: Path) -> str:
     place changes its sizes or config in practice, and the sampler's own identity is bound as well).
     """
     mid = model.id
-    if mid.startswith("embedded:"):
+    if model.is_embedded:
         return mid
-    if not model_is_local(mid, brief_folder):
+    if not model.is_local(brief_folder):
         return f"hub:{mid}@{model.revision or 'main'}"
     d = Path(mid).expanduser()
     d = d if d.is_absolute() else brief_folder / d

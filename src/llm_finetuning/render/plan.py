@@ -18,10 +18,12 @@ from typing import Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.brief.schedule import Schedule
+from llm_finetuning.brief.sections import DATA_BUILDERS, data_is_local
 from llm_finetuning.brief.tracking import tracking_entries
 from llm_finetuning.brief.variants import VARIANT_SETTINGS
 from llm_finetuning.errors import Problem, ProblemError
 from llm_finetuning.reward_registry import reward_names, reward_occurrences
+from llm_finetuning.rundir.manifest import Topology
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
 # float32 model loading): every value the brief decides is written explicitly.
@@ -29,8 +31,6 @@ DEFAULT_VLLM_GPU_MEMORY_UTILIZATION = 0.3
 VLLM_SERVER_PORT = 8000
 VLLM_SERVER_GPU_MEMORY_UTILIZATION = 0.9
 MAIN_PROCESS_PORT = 29500
-LOCAL_DATA_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
-EMBEDDED_PREFIX = "embedded:"
 
 
 class RenderError(ProblemError):
@@ -65,54 +65,6 @@ class Entry:
 
 
 @dataclass
-class Topology:
-    """Where the processes go: CPU, one GPU, DDP/ZeRO/FSDP on several, a vLLM server on its own GPUs."""
-
-    cpu: bool
-    nodes: int
-    gpus_per_node: int
-    generation: str
-    server_gpus: int  # GPUs given to `trl vllm-serve` (0 without a server)
-    train_machines: int
-    train_processes: int  # accelerate's num_processes (all training machines together)
-    distributed: str  # single | ddp | zero2 | zero3 | fsdp2
-    mixed_precision: str  # no | bf16 | fp16
-
-    @property
-    def processes_per_machine(self) -> int:
-        return self.train_processes // max(self.train_machines, 1)
-
-    @property
-    def server_shares_node(self) -> bool:
-        """vLLM server and trainers on the same (single) node, each on their own GPUs."""
-        return self.server_gpus > 0 and self.nodes == 1
-
-    @property
-    def train_gpu_ids(self) -> str:
-        """CUDA_VISIBLE_DEVICES for the trainers on a node that also runs the server, else empty."""
-        if not self.server_shares_node:
-            return ""
-        return ",".join(str(i) for i in range(self.server_gpus, self.gpus_per_node))
-
-    @property
-    def server_gpu_ids(self) -> str:
-        return ",".join(str(i) for i in range(self.server_gpus))
-
-    @property
-    def in_process(self) -> bool:
-        """One training process and no server: `finetune launch` trains in its own process."""
-        return self.train_processes == 1 and self.server_gpus == 0 and self.nodes == 1
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "cpu": self.cpu, "nodes": self.nodes, "gpus_per_node": self.gpus_per_node,
-            "generation": self.generation, "server_gpus": self.server_gpus,
-            "train_machines": self.train_machines, "train_processes": self.train_processes,
-            "distributed": self.distributed, "mixed_precision": self.mixed_precision,
-        }
-
-
-@dataclass
 class RunPlan:
     """Everything the templates need. `sections` are grpo_config.yaml's blocks in order."""
 
@@ -144,19 +96,10 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
     return Path(os.path.relpath(path.resolve(), run_dir.resolve())).as_posix()
 
 
-def _is_local_model(model_id: str, folder: Path) -> bool:
-    return model_id.startswith((".", "/", "~")) or (folder / model_id).exists()
-
-
-def _looks_local_data(ref: str) -> bool:
-    return ref.endswith(tuple(LOCAL_DATA_BUILDERS)) or ref.startswith((".", "/", "~")) or ref.count("/") != 1
-
-
-def topology(data: dict[str, Any], recommend: dict[str, Any]) -> Topology:
+def topology(brief: Brief, recommend: dict[str, Any]) -> Topology:
     """Processes and distribution for the brief's hardware, or RenderError when TRL could not run it."""
-    hw = data["hardware"]
-    gpus, nodes, generation = int(hw["gpus"]), int(hw["nodes"]), str(hw["generation"])
-    dtype = data["model"]["dtype"]
+    hw = brief.hardware
+    gpus, nodes, server_gpus = hw.gpus, hw.nodes, hw.server_gpus
     errors: list[Problem] = []
     if gpus == 0:
         if nodes > 1:
@@ -165,51 +108,39 @@ def topology(data: dict[str, Any], recommend: dict[str, Any]) -> Topology:
                                   "set `hardware.nodes: 1`, or give GPUs"))
         if errors:
             raise RenderError(errors)
-        return Topology(True, 1, 0, generation, 0, 1, 1, "single", "no")
-    server_gpus = int(hw["vllm_server_gpus"]) if generation == "vllm-server" else 0
-    if server_gpus and nodes == 1:
-        if server_gpus >= gpus:
-            errors.append(Problem(
-                "inconsistent_fields", "hardware.vllm_server_gpus",
-                f"gives {server_gpus} of {gpus} GPU(s) to the vLLM server, leaving none to train on",
-                f"set `hardware.gpus: {server_gpus + 1}` or more, or `hardware.generation: vllm-colocate` on one GPU"))
-        machines, processes = 1, gpus - server_gpus
-    elif server_gpus:
+        return Topology(True, 1, 0, hw.generation, 0, 1, 1, "single", "no")
+    if server_gpus and nodes == 1 and server_gpus >= gpus:
+        errors.append(Problem(
+            "inconsistent_fields", "hardware.vllm_server_gpus",
+            f"gives {server_gpus} of {gpus} GPU(s) to the vLLM server, leaving none to train on",
+            f"set `hardware.gpus: {server_gpus + 1}` or more, or `hardware.generation: vllm-colocate` on one GPU"))
+    elif server_gpus > gpus:
         # As in TRL's multi-node recipe: the first node serves generations, the others train.
-        if server_gpus > gpus:
-            errors.append(Problem("inconsistent_fields", "hardware.vllm_server_gpus",
-                                  f"found {server_gpus}, more than the {gpus} GPUs of the first node",
-                                  f"set `hardware.vllm_server_gpus: {gpus}` or less"))
-        machines, processes = nodes - 1, (nodes - 1) * gpus
-    else:
-        machines, processes = nodes, nodes * gpus
+        errors.append(Problem("inconsistent_fields", "hardware.vllm_server_gpus",
+                              f"found {server_gpus}, more than the {gpus} GPUs of the first node",
+                              f"set `hardware.vllm_server_gpus: {gpus}` or less"))
     if errors:
         raise RenderError(errors)
+    processes = hw.training_processes
     distributed = str(recommend.get("distributed") or "")
     if processes == 1:
         distributed = "single"
     elif distributed in ("", "single"):
         distributed = "ddp"
-    mixed = {"bfloat16": "bf16", "float16": "fp16"}.get(dtype, "no")
-    return Topology(False, nodes, gpus, generation, server_gpus, machines, processes, distributed, mixed)
+    mixed = {"bfloat16": "bf16", "float16": "fp16"}.get(brief.model.dtype, "no")
+    return Topology(False, nodes, gpus, hw.generation, server_gpus, hw.training_machines, processes, distributed,
+                    mixed)
 
 
-def _check_batch(data: dict[str, Any], topo: Topology, steps_per_generation: int) -> list[Problem]:
-    """TRL's own rule, repeated at render time: a generation batch holds whole groups."""
-    g = data["grpo"]
-    batch = g["per_device_train_batch_size"] * topo.train_processes * steps_per_generation
-    num_generations = g["num_generations"]
-    if batch % num_generations == 0:
+def _check_batch(brief: Brief, topo: Topology) -> list[Problem]:
+    """TRL's own rule (brief.batch), repeated at render time: a generation batch holds whole groups."""
+    batch = brief.grpo.generation_batch(topo.train_processes)
+    if batch.holds_whole_groups:
         return []
-    per_device = g["per_device_train_batch_size"]
-    fix = per_device
-    while (fix * topo.train_processes * steps_per_generation) % num_generations:
-        fix += 1
-    return [Problem(
-        "generation_batch", "grpo.per_device_train_batch_size",
-        f"the generation batch {per_device} x {topo.train_processes} process(es) x {steps_per_generation} "
-        f"step(s) = {batch} completions is not a multiple of grpo.num_generations {num_generations}",
-        f"set `grpo.per_device_train_batch_size: {fix}`")]
+    what = (f"is not a multiple of the global batch {batch.global_batch}" if not batch.divides_global_batch
+            else f"is not a multiple of grpo.num_generations {batch.num_generations}")
+    return [Problem("generation_batch", "grpo.per_device_train_batch_size",
+                    f"the generation batch {batch.formula} completions {what}", "; or ".join(batch.fixes()))]
 
 
 def _check_overrides(overrides: dict[str, Any]) -> list[Problem]:
@@ -237,12 +168,10 @@ def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = N
     data = brief.as_mapping()  # the renderer copies the brief's values into GRPOConfig as the mapping holds them
     grpo, model = data["grpo"], data["model"]
     recommend = dict(recommend or {})
-    topo = topology(data, recommend)
+    topo = topology(brief, recommend)
     overrides = dict(grpo.get("overrides") or {})
-    errors = _check_overrides(overrides)
-    steps_per_generation = _steps_per_generation(grpo, overrides)
-    if "generation_batch_size" not in overrides:
-        errors += _check_batch(data, topo, steps_per_generation)
+    errors = _check_overrides(overrides) + _check_batch(brief, topo)
+    steps_per_generation = brief.grpo.steps_per_generation
     if errors:
         raise RenderError(errors)
 
@@ -272,32 +201,21 @@ def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = N
         sections=_merge_sections(sections), reward_attrs=reward_attrs, reward_specs=reward_specs,
         reward_names=reward_names(reward_specs), reward_occurrences=reward_occurrences(reward_specs),
         max_completion_length=int(grpo["max_completion_length"]), vllm_max_model_length=max_model_length,
-        trl_cli_notes=_trl_cli_notes(data, compiled),
+        trl_cli_notes=_trl_cli_notes(brief, data, compiled),
         notes=_install_notes(topo.generation),
     )
 
 
-def _steps_per_generation(grpo: dict[str, Any], overrides: dict[str, Any]) -> int:
-    """Optimizer steps per generation batch: one accumulation cycle, four for GSPO, or the override."""
-    if "steps_per_generation" in overrides:
-        return int(overrides["steps_per_generation"])
-    if grpo["variant"] == "gspo":
-        # GSPO's sequence ratio only matters off-policy: 4 optimizer steps per generation (paper v2, 5.1).
-        return 4 * int(grpo["gradient_accumulation_steps"])
-    return int(grpo["gradient_accumulation_steps"])
-
-
 def _model_ref(brief: Brief, run_dir: Path) -> str:
     """model.id as the run directory names it: an embedded model or hub id as is, a local folder relative."""
-    model_id = brief.model.id
-    if not model_id.startswith(EMBEDDED_PREFIX) and _is_local_model(model_id, brief.folder):
-        return relative_to_run(brief.resolve(model_id), run_dir)
-    return model_id
+    if brief.model.is_local(brief.folder):
+        return relative_to_run(brief.resolve(brief.model.id), run_dir)
+    return brief.model.id
 
 
-def _trl_cli_notes(data: dict[str, Any], compiled: bool) -> list[str]:
+def _trl_cli_notes(brief: Brief, data: dict[str, Any], compiled: bool) -> list[str]:
     """What `trl grpo --config grpo_config.yaml` does not do that `finetune launch` does."""
-    model, data_section = data["model"], data["data"]
+    data_section = data["data"]
     notes = []
     if data.get("episode"):
         ep = data["episode"]
@@ -310,7 +228,7 @@ def _trl_cli_notes(data: dict[str, Any], compiled: bool) -> list[str]:
         notes.append(
             "`finetune launch` compiles decoding from the static cache; `trl grpo` decodes it uncompiled, slower than "
             "its own default: render with `hardware.compiled_generation: false` for `trl grpo`")
-    if str(model["id"]).startswith(EMBEDDED_PREFIX) or model.get("gguf_file"):
+    if brief.model.is_embedded or brief.model.gguf_file:
         notes.append(
             "the model is embedded or a GGUF file: `finetune launch` dequantises it first; for `trl grpo` pass "
             "`--model_name_or_path <dequantised dir>` after --config")
@@ -352,9 +270,9 @@ def _model_entries(model: dict[str, Any], model_ref: str) -> list[Entry]:
 def _data_and_reward_entries(brief: Brief, run_dir: Path, reward_attrs: list[str]) -> list[Entry]:
     """TRL's GRPOScriptArguments and DatasetMixtureConfig: the training split and the reward callables."""
     train = brief.data.train
-    if _looks_local_data(train):
+    if data_is_local(train, brief.folder):
         path = brief.resolve(train)
-        dataset = {"path": LOCAL_DATA_BUILDERS.get(path.suffix, "json"), "data_files": relative_to_run(path, run_dir),
+        dataset = {"path": DATA_BUILDERS.get(path.suffix.lower(), "json"), "data_files": relative_to_run(path, run_dir),
                    "split": "train"}
     else:
         dataset = {"path": train, "split": brief.data.split}
@@ -364,7 +282,7 @@ def _data_and_reward_entries(brief: Brief, run_dir: Path, reward_attrs: list[str
     ]
 
 
-def _training_entries(data: dict[str, Any], topo: Topology, steps_per_generation: int) -> list[Entry]:
+def _training_entries(data: dict[str, Any], topo: Topology, steps_per_generation: int | None) -> list[Entry]:
     """GRPOConfig from the brief's own values (the variant, generation and overrides come after)."""
     grpo, dtype = data["grpo"], data["model"]["dtype"]
     schedule = Schedule.of(grpo)

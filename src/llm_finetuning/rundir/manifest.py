@@ -1,4 +1,4 @@
-"""RUN_DIR/manifest.json: its one parser, its write, and its verification against the files it binds.
+"""RUN_DIR/manifest.json: its one parser, its write, the topology it stores, and its verification against the files it binds.
 
 The manifest binds a run directory to its brief, records, gate fingerprint and rendered files by sha256
 (`render.manifest` builds it from the brief and the plan). `finetune launch` re-reads it and refuses a run whose
@@ -10,8 +10,9 @@ Pure: hashlib and json only (the comparison is `integrity`'s, shared with the pl
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_text, read_json_or_none
@@ -19,6 +20,71 @@ from llm_finetuning.integrity import Mismatch, manifest_mismatches
 from llm_finetuning.rundir import MANIFEST
 
 MANIFEST_FORMAT = 1
+LaunchMode = Literal["in-process", "script", "sbatch"]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Where the processes go: CPU, one GPU, DDP/ZeRO/FSDP on several, a vLLM server on its own GPUs."""
+
+    cpu: bool
+    nodes: int
+    gpus_per_node: int
+    generation: str
+    server_gpus: int  # GPUs given to `trl vllm-serve` (0 without a server)
+    train_machines: int
+    train_processes: int  # accelerate's num_processes (all training machines together)
+    distributed: str  # single | ddp | zero2 | zero3 | fsdp2
+    mixed_precision: str  # no | bf16 | fp16
+
+    @property
+    def processes_per_machine(self) -> int:
+        return self.train_processes // max(self.train_machines, 1)
+
+    @property
+    def server_shares_node(self) -> bool:
+        """vLLM server and trainers on the same (single) node, each on their own GPUs."""
+        return self.server_gpus > 0 and self.nodes == 1
+
+    @property
+    def train_gpu_ids(self) -> str:
+        """CUDA_VISIBLE_DEVICES for the trainers on a node that also runs the server, else empty."""
+        if not self.server_shares_node:
+            return ""
+        return ",".join(str(i) for i in range(self.server_gpus, self.gpus_per_node))
+
+    @property
+    def server_gpu_ids(self) -> str:
+        return ",".join(str(i) for i in range(self.server_gpus))
+
+    @property
+    def launch_mode(self) -> LaunchMode:
+        """How `finetune launch` starts the run: in its own process (one training process, no server), through
+        the rendered launch script (several processes or a server on one node), or through sbatch (nodes)."""
+        if self.nodes > 1:
+            return "sbatch"
+        if self.train_processes == 1 and self.server_gpus == 0:
+            return "in-process"
+        return "script"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cpu": self.cpu, "nodes": self.nodes, "gpus_per_node": self.gpus_per_node,
+            "generation": self.generation, "server_gpus": self.server_gpus,
+            "train_machines": self.train_machines, "train_processes": self.train_processes,
+            "distributed": self.distributed, "mixed_precision": self.mixed_precision,
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> Topology:
+        """The topology manifest.json stores (`to_json`'s output); UnusableInput when it is not one."""
+        try:
+            return cls(bool(value["cpu"]), int(value["nodes"]), int(value["gpus_per_node"]), str(value["generation"]),
+                       int(value["server_gpus"]), int(value["train_machines"]), int(value["train_processes"]),
+                       str(value["distributed"]), str(value["mixed_precision"]))
+        except (TypeError, KeyError, ValueError):
+            raise UnusableInput(f"{MANIFEST}'s topology is not one `finetune render` writes",
+                                "render the run again") from None
 
 
 def has_manifest(folder: Path) -> bool:

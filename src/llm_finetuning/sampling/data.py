@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from llm_finetuning.brief import Brief
+from llm_finetuning.brief.sections import data_is_local
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import sha256_bytes, sha256_file
-
-LOCAL_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 
 Message = dict[str, str]
 
@@ -33,10 +32,6 @@ class DataSplit:
     source: str  # the file or hub id, for messages and records
     sha256: str
     yaml_path: str  # data.eval or data.train
-
-
-def _is_local(spec: str, folder: Path) -> bool:
-    return spec.startswith((".", "/", "~")) or spec.endswith(LOCAL_SUFFIXES) or (folder / spec).exists()
 
 
 def _read_local(path: Path, yaml_path: str) -> list[dict[str, Any]]:
@@ -101,14 +96,13 @@ def load_split(brief: Brief, which: str = "auto") -> DataSplit:
         raise UnusableInput("data.eval is not set", "add held-out prompts as data.eval", "data.eval")
     spec = str(data.eval if use_eval else data.train)
     yaml_path = "data.eval" if use_eval else "data.train"
-    train_spec = data.train
-    if _is_local(spec, folder):
+    if data_is_local(spec, folder):
         path = brief.resolve(spec)
         rows = _read_local(path, yaml_path)
         source, digest = str(path), sha256_file(path)
     else:
-        if use_eval and "/" not in spec and not _is_local(train_spec, folder):
-            dataset_id, split = train_spec, spec
+        if use_eval and data.eval_is_split(folder):
+            dataset_id, split = data.train, spec
         else:
             dataset_id, split = spec, data.split or "train"
         rows = _read_hub(dataset_id, split, yaml_path)

@@ -9,17 +9,11 @@ import difflib
 from typing import Any
 
 from llm_finetuning.brief import Brief
+from llm_finetuning.brief.variants import variant_decides
 from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
 
 ID = "overrides"
-# What each variant decides in TRL's terms; an override may repeat it but not contradict it.
-VARIANT_DECIDES: dict[str, dict[str, Any]] = {
-    "grpo": {"loss_type": "grpo"},
-    "dapo": {"loss_type": "dapo", "beta": 0.0},
-    "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none"},
-    "gspo": {"loss_type": "grpo", "importance_sampling_level": "sequence", "beta": 0.0},
-}
 # GRPOConfig fields the renderer derives from other parts of the brief: overriding them would contradict it.
 DECIDED_ELSEWHERE = {
     "use_vllm": "hardware.generation", "vllm_mode": "hardware.generation",
@@ -41,7 +35,7 @@ def _normal(key: str, value: Any) -> Any:
 def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     overrides = brief.grpo.overrides
     variant = brief.grpo.variant
-    decided = VARIANT_DECIDES[variant]
+    decided = variant_decides(variant)  # an override may repeat what the variant sets, not contradict it
     results = []
     # only a beta the file writes contradicts the variant: the schema's default is replaced by the variant's 0
     stated_beta = brief.grpo.beta if brief.states("grpo.beta") else None

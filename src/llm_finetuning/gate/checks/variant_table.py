@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 
 from llm_finetuning.brief import Brief
-from llm_finetuning.gate.context import MOE_CONFIG_KEYS, GateContext
+from llm_finetuning.brief.variants import VARIANT_SYMPTOM as SYMPTOM_OF
+from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
+from llm_finetuning.models import config_experts, is_moe
 
 ID = "variant_table"
-SYMPTOM_OF = {"dapo": "entropy_collapse", "dr_grpo": "length_reward_correlation", "gspo": "moe"}
 VARIANT_OF = {s: v for v, s in SYMPTOM_OF.items()}
 MOE_NAME = re.compile(r"(moe|mixtral|[-_]a\d+(\.\d+)?b\b|deepseek-v[23]|gpt-oss|olmoe|dbrx|jamba)", re.I)
 
@@ -22,10 +23,9 @@ def model_is_moe(brief: Brief, ctx: GateContext) -> tuple[bool | None, str]:
         return arch == "moe", f"model.architecture: {arch}"
     config = ctx.model_config
     if config is not None:
-        for key in MOE_CONFIG_KEYS:
-            value = config.get(key) or (config.get("text_config") or {}).get(key)
-            if isinstance(value, int) and value > 1:
-                return True, f"config.json has {key}: {value}"
+        if is_moe(config):
+            experts = config_experts(config)
+            return True, f"config.json names {experts} experts" if experts > 1 else "config.json names a MoE model"
         return False, "config.json names no experts"
     return None, "model.architecture is auto and the model config is not local"
 
