@@ -23,8 +23,8 @@ from typing import Any
 import click
 import yaml
 
+from llm_finetuning.cache import cache_root
 from llm_finetuning.errors import Severity
-from llm_finetuning.fileio import cache_dir
 from llm_finetuning.rundir import DIAGNOSIS, EVAL_JSON
 
 EXAMPLE = "smollm2-json"
@@ -33,7 +33,7 @@ EXAMPLE = "smollm2-json"
 def default_work_dir() -> Path:
     """Where the demo works unless `--out` says otherwise: demo/ in the cache folder, not the current
     folder (which is often the checkout, where it would show as untracked files)."""
-    return cache_dir() / "demo"
+    return cache_root() / "demo"
 
 
 def example_dir() -> Path:

@@ -29,12 +29,6 @@ MAX_RECORD_BYTES = 64 << 20
 
 # --- places and names ------------------------------------------------------------------------------
 
-def cache_dir() -> Path:
-    """Where llm-finetuning keeps caches: $LLM_FINETUNING_CACHE, else ~/.cache/llm-finetuning."""
-    root = os.environ.get("LLM_FINETUNING_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "llm-finetuning"
-
-
 def stat_key(path: Path) -> list[Any]:
     """[path, size, mtime_ns] of a file or folder (size -1 when absent): a cache key part."""
     try:

@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import importlib.util
 import json
-import os
 import re
 import sys
 import time
@@ -27,8 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from llm_finetuning.cache import KeyedEntries, cache_root
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.fileio import atomic_write_text, folder_swap, sha256_bytes, sha256_file
+from llm_finetuning.fileio import folder_swap, sha256_bytes, sha256_file
 
 EMBEDDED_ID = "embedded:smollm2-135m-instruct"
 EMBEDDED_PREFIX = "embedded:"
@@ -81,16 +81,6 @@ class ResolvedModel:
     @property
     def display(self) -> str:
         return self.source or self.path
-
-
-def cache_root() -> Path:
-    """$LLM_FINETUNING_CACHE, else $XDG_CACHE_HOME/llm-finetuning, else ~/.cache/llm-finetuning."""
-    env = os.environ.get("LLM_FINETUNING_CACHE")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "llm-finetuning"
 
 
 def find_embedded_gguf() -> Path | None:
@@ -173,35 +163,18 @@ def _slug(text: str) -> str:
 
 # --- hashing, cached by (path, size, mtime) so repeated gate runs stay fast -------------------------
 
-def _hash_cache_file() -> Path:
-    return cache_root() / "file-hashes.json"
-
-
-def _load_hash_cache() -> dict[str, Any]:
-    try:
-        data = json.loads(_hash_cache_file().read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _store_hash_cache(cache: dict[str, Any]) -> None:
-    with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
-        atomic_write_text(_hash_cache_file(), json.dumps(cache))
+_FILE_HASHES = KeyedEntries("file-hashes.json")
 
 
 def cached_sha256_file(path: Path) -> str:
     """`fileio.sha256_file`, remembered by (path, size, mtime_ns) in the cache folder."""
     st = path.stat()
-    key = str(path.resolve())
-    cache = _load_hash_cache()
-    hit = cache.get(key)
-    if isinstance(hit, dict) and hit.get("size") == st.st_size and hit.get("mtime_ns") == st.st_mtime_ns:
-        return str(hit["sha256"])
+    name, key = str(path.resolve()), [st.st_size, st.st_mtime_ns]
+    hit = _FILE_HASHES.get(name, key)
+    if isinstance(hit, str):
+        return hit
     digest = sha256_file(path)
-    cache = _load_hash_cache()
-    cache[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
-    _store_hash_cache(cache)
+    _FILE_HASHES.put(name, key, digest)
     return digest
 
 

@@ -13,7 +13,6 @@ from llm_finetuning.models import (
     EMBEDDED_ID,
     SOURCE_MARKER,
     ModelName,
-    cache_root,
     load_model,
     load_tokenizer,
     model_identity,
@@ -42,14 +41,6 @@ def test_local_identity_follows_the_files_not_the_folder(tmp_path: Path, tiny_mo
     assert model_identity(ModelName(str(b))) != ident
     with pytest.raises(UnusableInput, match="does not exist"):
         model_identity(ModelName("./missing"), tmp_path)
-
-
-def test_cache_root_honours_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LLM_FINETUNING_CACHE", str(tmp_path / "c"))
-    assert cache_root() == tmp_path / "c"
-    monkeypatch.delenv("LLM_FINETUNING_CACHE")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert cache_root() == tmp_path / "x" / "llm-finetuning"
 
 
 def test_light_import() -> None:

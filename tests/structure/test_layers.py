@@ -18,10 +18,11 @@ import llm_finetuning
 PACKAGE = Path(llm_finetuning.__file__).resolve().parent
 ROOT = "llm_finetuning"
 
-# Imported by every layer: the error values, the file helpers, the places of keys and project settings
-# (`locations`), what the plugin's guard shares with the package (`integrity`) and the package's `__version__`.
-FOUNDATION = {"errors", "fileio", "locations", "integrity", ROOT}
-FOUNDATION_MODULES = ("errors", "fileio", "locations", "integrity")
+# Imported by every layer: the error values, the file helpers, the one cache (`cache`: its root and keyed files),
+# the places of keys and project settings (`locations`), what the plugin's guard shares with the package
+# (`integrity`) and the package's `__version__`.
+FOUNDATION = {"errors", "fileio", "cache", "locations", "integrity", ROOT}
+FOUNDATION_MODULES = ("errors", "fileio", "cache", "locations", "integrity")
 
 # What each layer may import besides itself and FOUNDATION. A target is a module path below the package and
 # covers everything under it ("rewards.sources" allows that module only, "brief" the whole package).
@@ -121,6 +122,7 @@ LAYERS: dict[str, set[str]] = {
     "cputhreads": set(),
     "testing": set(),  # tiny models for tests and the demo
     "fileio": set(),
+    "cache": set(),
     "errors": set(),
     "locations": set(),
     "integrity": set(),

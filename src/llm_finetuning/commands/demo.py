@@ -11,7 +11,8 @@ import click
 @click.command("demo")
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Work folder, replaced if it exists  [default: demo/ in the cache folder, "
-                   "~/.cache/llm-finetuning or $LLM_FINETUNING_CACHE, so a checkout stays clean].")
+                   "$LLM_FINETUNING_CACHE, else $XDG_CACHE_HOME/llm-finetuning, else ~/.cache/llm-finetuning, so a "
+                   "checkout stays clean].")
 @click.option("--steps", type=click.IntRange(1, 10000), default=None,
               help="GRPO steps (default: the example brief's max_steps).")
 @click.option("--eval-prompts", type=click.IntRange(1, 128), default=32, show_default=True,

@@ -2,8 +2,8 @@
 
 `finetune check`'s validation imports jsonschema (about 135 ms, half the gate's budget). The result of
 `check_brief` depends only on the brief's text, the brief package's code and schema, the reward registry,
-and the files the brief names (data files, a local model directory, custom reward modules next to the
-brief). When all of those are byte-for-byte (or stat-for-stat) what they were when the brief last passed,
+and the files the brief names (data files, a local model directory, custom reward, tool and environment
+modules next to the brief, the episode's chat template). When all of those are byte-for-byte (or stat-for-stat) what they were when the brief last passed,
 the earlier verdict stands and the YAML parsed then is reused; otherwise the full `load_brief` runs and a
 pass is remembered. Only passes are cached, so an invalid brief is always reported in full.
 """
@@ -16,13 +16,15 @@ from typing import Any
 
 import llm_finetuning
 from llm_finetuning.brief import Brief
+from llm_finetuning.cache import CacheFile
 from llm_finetuning.errors import Problem
-from llm_finetuning.fileio import atomic_write_json, cache_dir, sha256_bytes
+from llm_finetuning.fileio import sha256_bytes
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
-CODE_FILES = ("brief/__init__.py", "brief/check.py", "brief/columns.py", "brief/load.py",
-              "brief/brief.schema.json", "brief/defaults.py", "reward_registry.py",
-              "models.py")
+# The code `check_brief` runs: the whole brief package with its schema, the reward registry and models.
+CODE_FILES = (*sorted(p.relative_to(PACKAGE_DIR).as_posix() for p in (PACKAGE_DIR / "brief").glob("*")
+                      if p.suffix in (".py", ".json")),
+              "reward_registry.py", "models.py")
 
 
 def _stat(p: Path) -> str:
@@ -50,10 +52,15 @@ def _named_paths(raw: dict[str, Any], folder: Path) -> list[Path] | None:
         if isinstance(gguf, str):
             paths += [folder / mid / gguf, Path(mid).expanduser() / gguf]
     rewards: list[Any] = raw["rewards"] if isinstance(raw.get("rewards"), list) else []
-    for spec in rewards:
-        fn = spec.get("fn") if isinstance(spec, dict) else None
-        if isinstance(fn, str) and ":" in fn:
-            module = fn.partition(":")[0]
+    refs = [spec.get("fn") for spec in rewards if isinstance(spec, dict)]
+    episode: dict[str, Any] = raw["episode"] if isinstance(raw.get("episode"), dict) else {}
+    refs += list(episode.get("tools") or []) + [episode.get("environment")]
+    template = episode.get("chat_template")
+    if isinstance(template, str):
+        paths += [folder / template, Path(template).expanduser()]
+    for ref in refs:
+        if isinstance(ref, str) and ":" in ref:
+            module = ref.partition(":")[0]
             candidate = folder / Path(*[p or "_" for p in module.split(".")]).with_suffix(".py")
             if not candidate.is_file():
                 return None  # found on sys.path: not worth pinning down
@@ -71,9 +78,9 @@ def _cache_key(path: Path, text: str, raw: dict[str, Any]) -> str | None:
     return sha256_bytes(json.dumps(parts).encode())
 
 
-def _entry_path(path: Path, data: bytes) -> Path:
+def _entry(path: Path, data: bytes) -> CacheFile:
     name = sha256_bytes(str(path).encode() + b"\0" + data)
-    return cache_dir() / "valid-briefs" / f"{name}.json"
+    return CacheFile(f"valid-briefs/{name}.json")
 
 
 def _cached_brief(path: Path) -> Brief | None:
@@ -81,7 +88,7 @@ def _cached_brief(path: Path) -> Brief | None:
     try:
         data = path.read_bytes()
         text = data.decode("utf-8")
-        entry = json.loads(_entry_path(path, data).read_text(encoding="utf-8"))
+        entry = _entry(path, data).read()
         raw, defaulted = entry["raw"], entry["data"]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         return None
@@ -100,9 +107,9 @@ def _remember(path: Path, brief: Brief) -> None:
     try:
         if key is None or json.loads(json.dumps(entry)) != entry:
             return  # a custom module off the brief's folder, or YAML values JSON cannot hold (dates, int keys)
-        atomic_write_json(_entry_path(path, brief.text.encode("utf-8")), entry)
-    except (OSError, TypeError, ValueError):
-        pass
+    except (TypeError, ValueError):
+        return
+    _entry(path, brief.text.encode("utf-8")).write(entry)
 
 
 def load_brief_for_gate(path: Path) -> tuple[Brief | None, list[Problem]]:

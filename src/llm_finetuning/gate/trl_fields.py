@@ -4,20 +4,20 @@
 trl/trainer/grpo_config.py with `ast`, follows the class's bases (TRL's `_BaseConfig`, then
 transformers' `TrainingArguments` in transformers/training_args.py) and collects the annotated class
 attributes, i.e. the dataclass fields. Files are located from the top-level packages' specs, which
-`importlib.util.find_spec` finds without executing anything. The list is cached in
-~/.cache/llm-finetuning/ (or $LLM_FINETUNING_CACHE), keyed by the path, size and mtime of every file read.
+`importlib.util.find_spec` finds without executing anything. The list is kept in the package's cache
+(`llm_finetuning.cache`), keyed by the path, size and mtime of every file read.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import importlib.util
-import json
 from pathlib import Path
 
-from llm_finetuning.fileio import atomic_write_json, cache_dir, sha256_bytes
+from llm_finetuning.cache import KeyedEntries
+from llm_finetuning.fileio import sha256_bytes
 
+_CACHE = KeyedEntries("grpo-config-fields.json")
 # Names re-exported by a package's lazy __init__: where their class is defined.
 KNOWN_LOCATIONS = {("transformers", "TrainingArguments"): "training_args.py"}
 
@@ -94,17 +94,11 @@ def grpo_config_fields() -> frozenset[str]:
     entry = trl / "trainer" / "grpo_config.py"
     if not entry.is_file():
         raise FieldsUnavailable(f"{entry} does not exist (an unexpected TRL layout)")
-    cache = cache_dir() / "grpo-config-fields.json"
-    try:
-        cached = json.loads(cache.read_text(encoding="utf-8"))
-        if cached.get("entry") == str(entry) and _key([Path(f) for f in cached["files"]]) == cached["key"]:
-            return frozenset(cached["fields"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
+    current = _CACHE.get(str(entry), lambda hit: _key([Path(f) for f in hit["files"]]))
+    if isinstance(current, dict) and isinstance(current.get("fields"), list):
+        return frozenset(current["fields"])
     seen: list[Path] = []
     fields = _class_fields(entry, "GRPOConfig", seen)
     files = list(dict.fromkeys(seen))
-    with contextlib.suppress(OSError):  # a read-only home only costs speed
-        atomic_write_json(cache, {"entry": str(entry), "files": [str(f) for f in files], "key": _key(files),
-                                  "fields": sorted(fields)})
+    _CACHE.put(str(entry), _key(files), {"files": [str(f) for f in files], "fields": sorted(fields)})
     return frozenset(fields)

@@ -571,7 +571,7 @@ def _end_distributed() -> None:
 
 def compile_cache_dir() -> Path:
     """Where compiled decoding's inductor kernels persist between runs: the product's cache folder."""
-    from llm_finetuning.models import cache_root
+    from llm_finetuning.cache import cache_root
 
     return cache_root() / "torch-compile"
 

@@ -9,7 +9,6 @@ reads files, imports no reward or tool code and no ML library.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,9 @@ from typing import Any
 import llm_finetuning
 from llm_finetuning.brief import Brief, DataSpec, ModelSpec, RewardSpec
 from llm_finetuning.brief.episode import template_path
+from llm_finetuning.cache import KeyedEntries
 from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import (
-    atomic_write_json,
-    cache_dir,
     sha256_bytes,
     sha256_file_or_none,
     sha256_json,
@@ -29,32 +27,20 @@ from llm_finetuning.fileio import (
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
+_SOURCES = KeyedEntries("reward-sources.json")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 
 def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
-    """`rewards.sources.reward_source_files`, remembered on disk while none of the files found (nor their folders, nor
-    the brief's folder) changed size or mtime: finding them parses every module of the closure."""
-    import json
-
+    """`rewards.sources.reward_source_files`, remembered in the cache while none of the files found (nor their
+    folders, nor the brief's folder) changed size or mtime: finding them parses every module of the closure."""
     folder = Path(brief_folder).resolve()
-    cache = cache_dir() / "reward-sources.json"
-    key = f"{fn}\0{folder}"
-    try:
-        entries = json.loads(cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        entries = {}
-    if not isinstance(entries, dict):
-        entries = {}
-    hit = entries.get(key)
-    if isinstance(hit, dict) and isinstance(hit.get("files"), list):
-        files = [Path(f) for f in hit["files"]]
-        if hit.get("stats") == _source_stats(files, folder):
-            return files
+    name = f"{fn}\0{folder}"
+    hit = _SOURCES.get(name, lambda files: _source_stats([Path(str(f)) for f in files], folder))
+    if isinstance(hit, list):
+        return [Path(str(f)) for f in hit]
     files = [Path(p) for p in _reward_sources(fn, folder)]
-    entries[key] = {"files": [str(f) for f in files], "stats": _source_stats(files, folder)}
-    with contextlib.suppress(OSError, ValueError):
-        atomic_write_json(cache, entries)
+    _SOURCES.put(name, _source_stats(files, folder), [str(f) for f in files])
     return files
 
 

@@ -1,0 +1,108 @@
+"""The package's one cache: its root folder, and the JSON files kept there by key.
+
+The root is `$LLM_FINETUNING_CACHE`, else `$XDG_CACHE_HOME/llm-finetuning`, else `~/.cache/llm-finetuning`
+(docs/development.md, "Caches"). Where that folder cannot be written (Claude Code's Bash sandbox mounts HOME and
+`~/.cache` read-only and gives each command a writable `$TMPDIR`), the cache moves to
+`$TMPDIR/llm-finetuning-cache` and says so once on stderr, naming the variable that puts it elsewhere.
+
+A cached result is used only when its key matches; every key holds every file the result depends on (by path,
+size and mtime, `fileio.stat_key`), so a changed file is a miss, never a stale answer. A cache that cannot be
+read is a miss, and one that cannot be written only costs time. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from llm_finetuning.fileio import atomic_write_json
+
+ENV = "LLM_FINETUNING_CACHE"
+FALLBACK_NAME = "llm-finetuning-cache"
+_noted: set[str] = set()  # roots already reported unwritable by this process
+
+
+def preferred_root() -> Path:
+    """$LLM_FINETUNING_CACHE, else $XDG_CACHE_HOME/llm-finetuning, else ~/.cache/llm-finetuning."""
+    env = os.environ.get(ENV)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "llm-finetuning"
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def cache_root() -> Path:
+    """The cache folder: `preferred_root()`, or `$TMPDIR/llm-finetuning-cache` when that cannot be written (said
+    once on stderr)."""
+    root = preferred_root()
+    if _writable(root):
+        return root
+    fallback = Path(tempfile.gettempdir()) / FALLBACK_NAME
+    if str(root) not in _noted:
+        _noted.add(str(root))
+        print(f"llm-finetuning: the cache folder {root} cannot be written; caching in {fallback} instead "
+              f"(set {ENV} to a writable folder to choose)", file=sys.stderr, flush=True)
+    return fallback
+
+
+class CacheFile:
+    """One JSON file in the cache, read and written whole: `read()` is None when absent or unreadable."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def path(self) -> Path:
+        return cache_root() / self.name
+
+    def read(self) -> Any:
+        try:
+            return json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def write(self, value: Any) -> None:
+        with contextlib.suppress(OSError, TypeError, ValueError):  # a cache that cannot be written only costs time
+            atomic_write_json(self.path, value)
+
+
+class KeyedEntries:
+    """A cache file of entries by name, each used only while its key (what it depends on) is unchanged."""
+
+    def __init__(self, name: str) -> None:
+        self.file = CacheFile(name)
+
+    def _entries(self) -> dict[str, Any]:
+        entries = self.file.read()
+        return entries if isinstance(entries, dict) else {}
+
+    def get(self, name: str, key: Any) -> Any:
+        """The value stored under `name` with this `key`, else None. `key` may be a function of the stored value
+        (an entry that lists the files it depends on is current while their stats, taken now, are its key)."""
+        hit = self._entries().get(name)
+        if not isinstance(hit, dict) or "key" not in hit:
+            return None
+        try:
+            want = key(hit.get("value")) if callable(key) else key
+        except (TypeError, ValueError, OSError):
+            return None
+        return hit.get("value") if hit["key"] == want else None
+
+    def put(self, name: str, key: Any, value: Any) -> None:
+        entries = self._entries()
+        entries[name] = {"key": key, "value": value}
+        self.file.write(entries)
