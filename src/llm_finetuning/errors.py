@@ -80,8 +80,9 @@ class Problem:
 
 
 class ProblemError(Exception):
-    """The one base of the exceptions that carry Problems (`UnusableInput`, `RenderError`, `LaunchRefused`): the
-    Problems, in order, and the exit code the CLI ends with. The CLI converts every one in one place
+    """The one base of the exceptions that carry Problems (`UnusableInput` with its `RecordError` and `KeyProblem`,
+    `RenderError`, `LaunchRefused`): the Problems, in order, and the exit code the CLI ends with. The CLI converts
+    every one in one place
     (`commands._common.fail`): the JSON error shape on stdout, or `header(subject)` and one line a Problem
     on stderr (a bare `error: ` line when there is no header)."""
 

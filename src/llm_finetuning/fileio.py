@@ -172,21 +172,21 @@ def read_json_or_none(path: Path | str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def read_json_object(path: Path | str, what: str) -> dict[str, Any]:
-    """A JSON object from `path`, or UnusableInput saying why it cannot be read."""
+def read_json_object(path: Path | str, what: str, fix: str = "") -> dict[str, Any]:
+    """A JSON object from `path`, or UnusableInput saying why it cannot be read and `fix`: how to write it again."""
     path = Path(path)
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        raise UnusableInput(f"{what} {path} does not exist", "", str(path)) from None
+        raise UnusableInput(f"{what} {path} does not exist", fix, str(path)) from None
     if size > MAX_RECORD_BYTES:
-        raise UnusableInput(f"{what} {path} is {size >> 20} MiB; records are small JSON files", "", str(path))
+        raise UnusableInput(f"{what} {path} is {size >> 20} MiB; records are small JSON files", fix, str(path))
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UnusableInput(f"{what} {path} is not readable JSON ({exc})", "", str(path)) from None
+        raise UnusableInput(f"{what} {path} is not readable JSON ({exc})", fix, str(path)) from None
     if not isinstance(obj, dict):
-        raise UnusableInput(f"{what} {path} holds a {type(obj).__name__}, not a JSON object", "", str(path))
+        raise UnusableInput(f"{what} {path} holds a {type(obj).__name__}, not a JSON object", fix, str(path))
     return obj
 
 

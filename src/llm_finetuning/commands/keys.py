@@ -54,10 +54,7 @@ def show(key_path: Path | None) -> None:
     from llm_finetuning.records import signing
 
     where = _key_file(key_path)
-    try:
-        key, _ = signing.private_key(where, create=False)
-    except signing.KeyProblem as exc:
-        raise UnusableInput(exc.message, exc.fix) from exc
+    key, _ = signing.private_key(where, create=False)
     public = signing.public_key_of(key)
     click.echo(signing.trusted_line(public, default_reviewer()))
     click.echo(f"key id: {signing.key_id(public)}")
@@ -102,14 +99,11 @@ def rotate(key_path: Path | None, project: Path | None, name: str) -> None:
     if where.exists():
         try:
             old = signing.public_key_of(signing.private_key(where, create=False)[0])
-        except signing.KeyProblem as exc:
-            raise UnusableInput(exc.message,
-                                f"{exc.fix}; or move {where} away and run `finetune keys rotate` again") from exc
+        except signing.KeyProblem as exc:  # the same problem, with the way out that rotating offers
+            raise signing.KeyProblem(exc.message,
+                                     f"{exc.fix}; or move {where} away and run `finetune keys rotate` again") from None
         where.unlink()
-    try:
-        key, _ = signing.private_key(where)
-    except signing.KeyProblem as exc:
-        raise UnusableInput(exc.message, exc.fix) from exc
+    key, _ = signing.private_key(where)
     public = signing.public_key_of(key)
     target = project_trusted_keys_path(_project(project))
     signing.add_trusted_key(target, public, name or default_reviewer())

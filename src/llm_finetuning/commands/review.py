@@ -189,7 +189,8 @@ def _tell_key(review: Review, key: ReviewerKey, name: str) -> None:
 
 
 def _finish(review: Review) -> int:
-    from llm_finetuning.records.inspection import RecordError, reviewer_key, seal
+    from llm_finetuning.errors import UnusableInput
+    from llm_finetuning.records.inspection import reviewer_key, seal
 
     c = review.console
     c.clear()
@@ -216,7 +217,7 @@ def _finish(review: Review) -> int:
     try:
         key = reviewer_key(review.path, name, review.key_path)
         seal(review.path, name, key)
-    except RecordError as exc:
+    except UnusableInput as exc:  # a record or key it cannot use: said in the review's own screen
         c.print(f"Cannot seal: {exc.message}. {exc.fix}", markup=False)
         return -1
     c.print(f"Sealed {review.path} as reviewed by {name}, signed with key {key.key_id}.", markup=False)

@@ -234,7 +234,7 @@ def write_baseline(path: Path, record: dict[str, Any]) -> dict[str, Any]:
 
 def load_baseline(path: Path) -> dict[str, Any]:
     """The baseline record at `path`; UnusableInput when it is missing or not one."""
-    rec = read_json_object(Path(path), "baseline record")
+    rec = read_json_object(Path(path), "baseline record", "run `finetune baseline BRIEF` to write it again")
     problem = _structure_problem(rec)
     if problem:
         raise UnusableInput(f"{path} {problem}", "run `finetune baseline BRIEF` again", str(path))

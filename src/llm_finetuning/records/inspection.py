@@ -70,13 +70,9 @@ MAX_SAMPLES = 100
 SEALED_PARTS = ("meta", "bindings", "samples", "review")
 
 
-class RecordError(ValueError):
-    """A record API used on a record in the wrong state (sealed, incomplete, unknown sample)."""
-
-    def __init__(self, message: str, fix: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.fix = fix
+class RecordError(UnusableInput):
+    """A record API used on a record in the wrong state (sealed, incomplete, unknown sample): a ProblemError
+    with the message and the fix, which the CLI converts in its one place."""
 
 
 def samples_path(record_path: Path) -> Path:
@@ -169,7 +165,8 @@ def _check_structure(rec: dict[str, Any], path: Path) -> None:
 
 def load_inspection(path: Path) -> dict[str, Any]:
     """The record at `path`, structurally checked; UnusableInput when it is not one."""
-    rec = read_json_object(Path(path), "inspection record")
+    rec = read_json_object(Path(path), "inspection record",
+                           "run `finetune inspect BRIEF` to write it again, then `finetune review` it")
     _check_structure(rec, Path(path))
     return rec
 
@@ -341,11 +338,8 @@ class ReviewerKey:
 def reviewer_key(record_path: Path, reviewer: str, key_path: Path | None = None) -> ReviewerKey:
     """The reviewer's private key (`key_path`, default `locations.private_key_path()`; made on first use), trusted
     for the record at `record_path`: when neither its project's nor the user's trusted keys list it, it is added
-    to the project's file with the reviewer's name. RecordError when the key cannot be read or made."""
-    try:
-        key, created = signing.private_key(key_path)
-    except signing.KeyProblem as exc:
-        raise RecordError(exc.message, exc.fix) from None
+    to the project's file with the reviewer's name. `signing.KeyProblem` when the key cannot be read or made."""
+    key, created = signing.private_key(key_path)
     public = signing.public_key_of(key)
     trust = signing.trust_for(Path(record_path))
     if trust.find(public) is not None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_finetuning import locations
+from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import atomic_write_bytes, sha256_bytes, shown
 from llm_finetuning.integrity import writes_records
 
@@ -35,13 +36,8 @@ KEY_BYTES = 32
 SIGNATURE_BYTES = 64
 
 
-class KeyProblem(ValueError):
-    """A private key or trusted key that cannot be used: the message and the fix."""
-
-    def __init__(self, message: str, fix: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.fix = fix
+class KeyProblem(UnusableInput):
+    """A private key or trusted key that cannot be used: a ProblemError with the message and the fix."""
 
 
 def _b64(raw: bytes) -> str:
