@@ -219,7 +219,6 @@ def install_timer(timer: StepTimer) -> None:
     from transformers.generation.utils import GenerationMixin
     from trl import GRPOTrainer
 
-    import llm_finetuning.launch.trainer as launch_trainer
 
     def fixed(region: str) -> Callable[[StepTimer], str | None]:
         return lambda t: None if region in t.names() else region
@@ -256,12 +255,14 @@ def install_timer(timer: StepTimer) -> None:
         def on_optimizer_step(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
             timer.exit()
 
-    original_callbacks = launch_trainer._callbacks
+    from llm_finetuning.launch import callbacks as launch_callbacks
+
+    original_callbacks = launch_callbacks.training_callbacks
 
     def callbacks(*args: Any, **kwargs: Any) -> list[Any]:
         return [*original_callbacks(*args, **kwargs), OptimizerStep()]
 
-    launch_trainer._callbacks = callbacks  # type: ignore[assignment]
+    launch_callbacks.training_callbacks = callbacks  # type: ignore[assignment]
 
 
 # --- one case (a child process) -------------------------------------------------------------------

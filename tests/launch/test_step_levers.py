@@ -10,14 +10,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from llm_finetuning.launch.trainer import _callbacks, _StopFlag, compile_cache_dir, compile_decoding
+from llm_finetuning.launch.callbacks import training_callbacks
+from llm_finetuning.launch.trainer import StopFlag, compile_cache_dir, compile_decoding
 
 
 def test_the_heap_is_frozen_once_after_the_first_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     monkeypatch.setattr(gc, "collect", lambda *a: calls.append("collect") or 0)
     monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
-    freeze = [c for c in _callbacks(tmp_path, _StopFlag(), progress=False) if type(c).__name__ == "FreezeHeap"]
+    freeze = [c for c in training_callbacks(tmp_path, StopFlag(), progress=False) if type(c).__name__ == "FreezeHeap"]
     assert len(freeze) == 1
     for step in (1, 2, 3):
         freeze[0].on_step_end(None, SimpleNamespace(global_step=step), None)

@@ -53,7 +53,7 @@ def test_the_static_cache_memo_is_written_only_where_transformers_lacks_the_publ
 
 
 @pytest.mark.slow
-def test_trls_generation_batch_and_a_whole_checkpoint_reach_our_callbacks(tmp_path: Path,
+def test_trls_generation_batch_and_a_whole_checkpoint_reach_ourtraining_callbacks(tmp_path: Path,
                                                                          tiny_model_dir: Path) -> None:
     """Two steps of TRL's GRPOTrainer with our callbacks: `_logs` holds one generation batch with every reward
     function's values, completions.jsonl gets them, and at on_save the folder is whole (trainer_state.json
@@ -62,7 +62,8 @@ def test_trls_generation_batch_and_a_whole_checkpoint_reach_our_callbacks(tmp_pa
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from llm_finetuning.launch.trainer import _callbacks, _completion_log, _StopFlag
+    from llm_finetuning.launch.callbacks import CompletionLog, training_callbacks
+    from llm_finetuning.launch.trainer import StopFlag
     from llm_finetuning.rundir.checkpoints import is_complete
 
     def length(completions: list[Any], **_: Any) -> list[float]:
@@ -84,8 +85,8 @@ def test_trls_generation_batch_and_a_whole_checkpoint_reach_our_callbacks(tmp_pa
                         max_completion_length=4, report_to="none")
     trainer = GRPOTrainer(model=str(tiny_model_dir), reward_funcs=length, args=config,
                           train_dataset=Dataset.from_list([{"prompt": "2+3?"}] * 4), processing_class=tokenizer,
-                          callbacks=_callbacks(tmp_path, _StopFlag(), progress=False))
-    trainer.add_callback(_completion_log(tmp_path, trainer))
+                          callbacks=training_callbacks(tmp_path, StopFlag(), progress=False))
+    trainer.add_callback(CompletionLog(tmp_path, trainer))
     trainer.add_callback(SeesTheSave())
     try:
         trainer.train()

@@ -18,12 +18,10 @@ from __future__ import annotations
 import gc
 import importlib
 import json
-import math
 import os
 import shutil
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,10 +34,9 @@ from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_text, compiled_from_source, replace_folder
 from llm_finetuning.launch import LaunchRefused
-from llm_finetuning.launch.trl_private import last_generation_batch, presize_static_cache
+from llm_finetuning.launch.trl_private import presize_static_cache
 from llm_finetuning.rundir import (
     COMPLETIONS,
-    END_EVENT,
     EVAL_JSONL,
     FINAL_MODEL,
     GRPO_CONFIG,
@@ -47,7 +44,6 @@ from llm_finetuning.rundir import (
     REWARDS_ENTRY,
 )
 from llm_finetuning.rundir.checkpoints import (
-    commit_checkpoint,
     last_complete_checkpoint,
     set_aside_incomplete,
     start_problem,
@@ -66,7 +62,7 @@ class TrainOutcome:
     final_model: str | None
 
 
-class _StopFlag:
+class StopFlag:
     """Set by SIGINT/SIGTERM once installed; the trainer saves a checkpoint at the end of the current step and
     stops. `process_state_for_training` puts the previous handlers back."""
 
@@ -89,7 +85,7 @@ REWARDS_MODULE = "rewards_entry"  # the rendered rewards_entry.py, imported by g
 
 
 @contextmanager
-def process_state_for_training(run_dir: Path, brief_folder: Path) -> Iterator[_StopFlag]:
+def process_state_for_training(run_dir: Path, brief_folder: Path) -> Iterator[StopFlag]:
     """The process as a training run needs it, and as it was once the block exits (an exception included).
 
     Inside: the working directory is `run_dir` (grpo_config.yaml's paths are relative to it), `run_dir` is first
@@ -112,7 +108,7 @@ def process_state_for_training(run_dir: Path, brief_folder: Path) -> Iterator[_S
         os.chdir(run_dir)
         if str(run_dir) not in sys.path:
             sys.path.insert(0, str(run_dir))
-        yield _StopFlag()
+        yield StopFlag()
     finally:
         for sig, handler in handlers.items():
             if handler is not None:  # None: a handler not installed from Python, which cannot be put back
@@ -150,22 +146,6 @@ def _restore_environ(environ: dict[str, str]) -> None:
             os.environ[name] = value
 
 
-def _clean(value: Any) -> Any:
-    """JSON-safe metric values: NaN and infinities become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return _clean(value.item())
-    return value
-
-
-def _jsonl_append(path: Path, rows: list[dict[str, Any]]) -> None:
-    with open(path, "a", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        fh.flush()
-
-
 def _truncate_jsonl(path: Path, max_step: int) -> None:
     """Drop rows logged after `max_step` (a killed run logged steps its checkpoint does not hold)."""
     if not path.is_file():
@@ -179,152 +159,6 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
         if isinstance(row, dict) and "event" not in row and int(row.get("step", 0)) <= max_step:
             kept.append(line)
     atomic_write_text(path, "".join(k + "\n" for k in kept), 0o644)
-
-
-def _callbacks(run_dir: Path, stop: _StopFlag, progress: bool, evaluator: Any = None) -> list[Any]:
-    import torch
-    from transformers import TrainerCallback
-
-    class HeldOutEval(TrainerCallback):
-        """The brief's held_out_eval: the policy scored on held-out prompts every N steps (eval.jsonl)."""
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if state.is_world_process_zero and state.global_step == 0:
-                evaluator.write_base_row()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, processing_class: Any = None,
-                        **kw: Any) -> None:
-            if state.is_world_process_zero and evaluator.due(state.global_step):
-                evaluator.evaluate(model, processing_class, state.global_step)
-
-    class MetricsCallback(TrainerCallback):
-        """metrics.jsonl: one object per TRL log event, `step` and `epoch` first, then `elapsed_s`
-        (wall-clock seconds since this process began training) and TRL's keys."""
-
-        started = 0.0
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            self.started = time.monotonic()
-
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if state.is_world_process_zero and logs:
-                row = {"step": state.global_step, "epoch": _clean(state.epoch),
-                       "elapsed_s": round(time.monotonic() - self.started, 3)}
-                row.update({k: _clean(v) for k, v in logs.items()})
-                if torch.cuda.is_available():  # this process's peak, to hold against `finetune memory`
-                    row["memory/max_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
-                    row["memory/max_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
-                _jsonl_append(run_dir / METRICS, [row])
-
-        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            # The end marker `finetune diagnose --follow` and the gate's deviation check wait for; a run
-            # stopped early by a signal has not ended and gets none.
-            if state.is_world_process_zero and stop.signal_name is None and state.global_step >= state.max_steps:
-                _jsonl_append(run_dir / METRICS, [{"event": END_EVENT, "step": state.global_step}])
-
-    class StopOnSignal(TrainerCallback):
-        """Checkpoint and stop at a step boundary once a signal arrived on any process."""
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            flag = stop.signal_name is not None
-            if torch.distributed.is_available() and torch.distributed.is_initialized():
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-                t = torch.tensor([1.0 if flag else 0.0], device=device)
-                torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
-                flag = bool(t.item() > 0)
-            if flag:
-                control.should_save = True
-                control.should_training_stop = True
-            return control
-
-    class Progress(TrainerCallback):
-        """A tqdm bar on stderr: steps, with the latest reward and loss."""
-
-        bar: Any = None
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if state.is_world_process_zero:
-                from tqdm.auto import tqdm
-
-                self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc="GRPO", unit="step",
-                                file=sys.stderr, dynamic_ncols=True)
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if self.bar is not None:
-                self.bar.update(state.global_step - self.bar.n)
-
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if self.bar is not None and logs:
-                shown = {k: f"{v:.3g}" for k, v in logs.items()
-                         if k in ("reward", "loss", "kl", "entropy") and isinstance(v, (int, float))}
-                self.bar.set_postfix(shown, refresh=False)
-
-        def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if self.bar is not None:
-                self.bar.close()
-                self.bar = None
-
-    class CommitCheckpoints(TrainerCallback):
-        """A checkpoint counts once committed (rundir.checkpoints). transformers fires on_save on every process
-        right after `_save_checkpoint` returns: the folder is whole by then (TRL's own files and
-        trainer_state.json written, save_total_limit's rotation done), so the marker comes last."""
-
-        def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            from accelerate import PartialState
-            from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-
-            PartialState().wait_for_everyone()  # every process's share of the checkpoint is written
-            if args.should_save:
-                folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-                commit_checkpoint(folder, state.global_step)
-            PartialState().wait_for_everyone()
-
-    class FreezeHeap(TrainerCallback):
-        """After this process's first step, collect once and move every object then alive into the permanent
-        generation (`gc.freeze`). The first step leaves the models, the data loader and compiled decoding's graphs
-        behind, millions of long-lived objects; without this, every later full collection walks them all and pauses
-        a step (docs/results.md, where a step's time goes)."""
-
-        frozen = False
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if not self.frozen:
-                self.frozen = True
-                gc.collect()
-                gc.freeze()
-
-    out: list[Any] = [MetricsCallback(), CommitCheckpoints(), StopOnSignal(), FreezeHeap()] + \
-        ([HeldOutEval()] if evaluator is not None else [])
-    if progress:
-        out.append(Progress())
-    return out
-
-
-def _completion_log(run_dir: Path, trainer: Any) -> Any:
-    """completions.jsonl: at each training log event with a new generation batch, one row per completion
-    (`step`, `prompt`, `completion`, `rewards` by function name). TRL keeps the batch only privately
-    (`trl_private.last_generation_batch`); a callback holding the trainer reads it there."""
-    from transformers import TrainerCallback
-
-    class CompletionLog(TrainerCallback):
-        last_batch: Any = None
-
-        def on_log(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
-            if not state.is_world_process_zero or not getattr(model, "training", False):
-                return
-            prompts, completions, rewards = last_generation_batch(trainer)
-            if not completions:
-                return
-            batch = (len(completions), id(completions[-1]), id(completions[0]))
-            if batch == self.last_batch:
-                return  # no new generation since the last log event
-            self.last_batch = batch
-            rows = [{"step": state.global_step, "prompt": prompt, "completion": completion,
-                     "rewards": {name: _clean(v[i]) if i < len(v) else None for name, v in rewards.items()}}
-                    for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=False))]
-            _jsonl_append(run_dir / COMPLETIONS, rows)
-
-    return CompletionLog()
 
 
 def _resolve_model(brief: Brief) -> tuple[str, Any]:
@@ -478,13 +312,15 @@ def _start_or_resume(run_dir: Path, output_dir: Path, resume: bool) -> Path | No
     return checkpoint
 
 
-def _build_trainer(brief: Brief, run_dir: Path, stop: _StopFlag, progress: bool, script_args: Any,
+def _build_trainer(brief: Brief, run_dir: Path, stop: StopFlag, progress: bool, script_args: Any,
                    training_args: Any, model_args: Any, dataset_args: Any) -> Any:
     """TRL's GRPOTrainer for the run: its model, rewards, data, tools and our callbacks, decoding compiled where
     the run renders a static cache, and transformers' own progress printing replaced by ours."""
     import torch
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from trl import GRPOTrainer, get_peft_config, get_quantization_config
+
+    from llm_finetuning.launch.callbacks import CompletionLog, training_callbacks
 
     model_path, resolved = _resolve_model(brief)
     training_args.model_init_kwargs = _model_init_kwargs(training_args, model_args, model_path, resolved)
@@ -500,10 +336,10 @@ def _build_trainer(brief: Brief, run_dir: Path, stop: _StopFlag, progress: bool,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
-        callbacks=_callbacks(run_dir, stop, progress, _held_out_evaluator(brief, run_dir, training_args)),
+        callbacks=training_callbacks(run_dir, stop, progress, _held_out_evaluator(brief, run_dir, training_args)),
         **episode_kwargs,
     )
-    trainer.add_callback(_completion_log(run_dir, trainer))
+    trainer.add_callback(CompletionLog(run_dir, trainer))
     if training_args.cache_implementation == "static" and not training_args.use_vllm and torch.cuda.is_available():
         grpo = brief.grpo
         # an episode's later turns start from prompt + the episode so far and may add a whole completion
@@ -552,7 +388,7 @@ def _training_dataset(brief: Brief, script_args: Any, dataset_args: Any, tokeniz
     return _prepare_dataset(dataset, brief.data, tokenizer)
 
 
-def _train_and_save(trainer: Any, stop: _StopFlag, checkpoint: Path | None, run_dir: Path) -> tuple[bool, str | None]:
+def _train_and_save(trainer: Any, stop: StopFlag, checkpoint: Path | None, run_dir: Path) -> tuple[bool, str | None]:
     """Train (from `checkpoint` when resuming); (whether max_steps was reached, the final model's folder). A run
     a signal stopped early saves no final model; a stop asked after the last step changes nothing."""
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
