@@ -45,11 +45,7 @@ LAYERS: dict[str, set[str]] = {
         "rundir",  # a grpo.deviation run's diagnosis and manifest
     },
     "render": {
-        "brief",
-        # reward_names: the metric keys (`fn`, `fn#2`) the rendered config and the trainer agree on. The
-        # registry is the reward contract (names, argument schemas, defaults): standard library only, it
-        # imports no other module of the package, so it sits below the brief at the bottom (see BOTTOM).
-        "reward_registry",
+        "brief",  # the typed brief, whose RewardSpec names the metric keys (`fn`, `fn#2`) render and trainer agree on
         "rundir",  # the manifest it writes, and the one a render into the same RUN_DIR replaces
     },
     # The brief validates `rewards[*].args` against the registry's schemas; the registry imports nothing back.

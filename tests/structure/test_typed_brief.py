@@ -21,7 +21,6 @@ STRING_KEY_ATTRS = {"data", "raw"}  # the mappings a Brief carried before its se
 # Modules that take the whole mapping, and why. Keep this short: a new entry needs a consumer that really
 # copies every field, and a reason here.
 AS_MAPPING_ALLOWED = {
-    "render/plan.py": "the renderer copies the brief's values into GRPOConfig as the mapping holds them",
     "records/bindings.py": "records hash the defaulted episode section as it stands",
     "gate/fastload.py": "the gate's cache stores the parsed YAML and the defaulted mapping",
 }

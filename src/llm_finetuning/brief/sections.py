@@ -80,18 +80,31 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class LoraSpec:
-    """`model.lora`: the adapter's settings (read with `model.adapter` lora or qlora)."""
+    """`model.lora`: the adapter's settings (read with `model.adapter` lora or qlora). Its defaults are the
+    schema's, and nowhere else (`LoraSpec.default()`)."""
 
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.0
-    target_modules: str | tuple[str, ...] = "all-linear"
+    r: int
+    alpha: int
+    dropout: float
+    target_modules: str | tuple[str, ...]
 
     @classmethod
     def of(cls, section: dict[str, Any]) -> LoraSpec:
         targets = section["target_modules"]
         return cls(section["r"], section["alpha"], section["dropout"],
                    targets if isinstance(targets, str) else tuple(targets))
+
+    @classmethod
+    def default(cls) -> LoraSpec:
+        """The schema's `model.lora` defaults."""
+        from llm_finetuning.brief.defaults import apply_defaults, schema
+
+        return cls.of(apply_defaults({}, schema()["properties"]["model"]["properties"]["lora"]))
+
+    @property
+    def target_list(self) -> list[str]:
+        """`target_modules` as the list TRL's ModelConfig takes (`all-linear` is a one-item list)."""
+        return [self.target_modules] if isinstance(self.target_modules, str) else list(self.target_modules)
 
 
 @dataclass(frozen=True)
@@ -104,7 +117,7 @@ class ModelSpec:
     architecture: Architecture = "auto"
     dtype: Dtype = "bfloat16"
     adapter: Adapter = "full"
-    lora: LoraSpec = field(default_factory=LoraSpec)
+    lora: LoraSpec = field(default_factory=LoraSpec.default)
 
     @classmethod
     def of(cls, section: dict[str, Any]) -> ModelSpec:

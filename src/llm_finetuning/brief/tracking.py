@@ -8,7 +8,10 @@ so a name transformers adds or drops shows up as a failing test, not as a run th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_finetuning.brief.sections import TrackingSpec
 
 # report_to name -> (module that must import, the pip install that provides it)
 TRACKERS: dict[str, tuple[str, str]] = {
@@ -30,16 +33,16 @@ TRACKERS: dict[str, tuple[str, str]] = {
 TENSORBOARD_DIR = "tensorboard"  # inside RUN_DIR; `finetune launch` points TENSORBOARD_LOGGING_DIR at it
 
 
-def tracking_entries(tracking: dict[str, Any], brief_name: str) -> list[tuple[str, Any, str]]:
+def tracking_entries(tracking: TrackingSpec, brief_name: str) -> list[tuple[str, Any, str]]:
     """(GRPOConfig key, value, why) for the brief's `tracking` section."""
-    report_to = list(tracking.get("report_to") or [])
+    report_to = list(tracking.report_to)
     if not report_to:
         return [("report_to", "none", "metrics go to metrics.jsonl (finetune launch) and trainer_state.json")]
     out: list[tuple[str, Any, str]] = [
         ("report_to", report_to, "tracking.report_to; metrics.jsonl is still written for finetune diagnose"),
-        ("run_name", tracking.get("run_name") or brief_name, "tracking.run_name" if tracking.get("run_name")
+        ("run_name", tracking.run_name or brief_name, "tracking.run_name" if tracking.run_name
          else "the brief's name (tracking.run_name unset)"),
     ]
-    if tracking.get("project"):
-        out.append(("project", tracking["project"], "tracking.project"))
+    if tracking.project:
+        out.append(("project", tracking.project, "tracking.project"))
     return out

@@ -16,13 +16,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from llm_finetuning.brief import Brief
+from llm_finetuning.brief import Brief, GrpoSpec, HardwareSpec, ModelSpec
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.brief.sections import DATA_BUILDERS, data_is_local
 from llm_finetuning.brief.tracking import tracking_entries
 from llm_finetuning.brief.variants import VARIANT_SETTINGS
 from llm_finetuning.errors import Problem, ProblemError
-from llm_finetuning.reward_registry import reward_names, reward_occurrences
 from llm_finetuning.rundir.manifest import Topology
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
@@ -165,43 +164,41 @@ def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = N
     """The run directory's contents for `brief` (a loaded, valid Brief), or RenderError.
 
     `recommend` is the memory estimate's advice (vLLM memory share, sleep mode, distribution)."""
-    data = brief.as_mapping()  # the renderer copies the brief's values into GRPOConfig as the mapping holds them
-    grpo, model = data["grpo"], data["model"]
+    grpo = brief.grpo
     recommend = dict(recommend or {})
     topo = topology(brief, recommend)
-    overrides = dict(grpo.get("overrides") or {})
+    overrides = dict(grpo.overrides)
     errors = _check_overrides(overrides) + _check_batch(brief, topo)
-    steps_per_generation = brief.grpo.steps_per_generation
     if errors:
         raise RenderError(errors)
 
     model_ref = _model_ref(brief, run_dir)
-    reward_specs = [dict(r) for r in data["rewards"]]
-    reward_attrs = [reward_attr(i, str(r["fn"])) for i, r in enumerate(reward_specs)]
-    max_model_length = int(grpo["max_prompt_length"]) + int(grpo["max_completion_length"])
-    compiled = compiled_generation(topo, data["hardware"], str(model["adapter"]))
+    reward_specs = [r.as_mapping() for r in brief.rewards]
+    reward_attrs = [reward_attr(i, r.fn) for i, r in enumerate(brief.rewards)]
+    max_model_length = grpo.max_prompt_length + grpo.max_completion_length
+    compiled = compiled_generation(topo, brief.hardware, brief.model.adapter)
     sections: list[tuple[str, list[Entry]]] = [
-        ("Model (TRL ModelConfig)", _model_entries(model, model_ref)),
+        ("Model (TRL ModelConfig)", _model_entries(brief.model, model_ref)),
         ("Data and rewards (TRL GRPOScriptArguments, DatasetMixtureConfig)",
          _data_and_reward_entries(brief, run_dir, reward_attrs)),
-        ("Training (TRL GRPOConfig)", _training_entries(data, topo, steps_per_generation)),
-        (_variant_title(grpo), _variant_entries(grpo["variant"])),
-        (f"Generation: {topo.generation}", _generation_entries(topo, data["hardware"], recommend, max_model_length,
+        ("Training (TRL GRPOConfig)", _training_entries(brief, topo)),
+        (_variant_title(grpo), _variant_entries(grpo.variant)),
+        (f"Generation: {topo.generation}", _generation_entries(topo, brief.hardware, recommend, max_model_length,
                                                                 compiled)),
     ]
-    if data.get("episode"):
+    if brief.episode is not None:
         sections.append(("Episode (tool use; `finetune launch` passes the tools to GRPOTrainer)",
-                         [Entry("max_tool_calling_iterations", int(data["episode"]["max_turns"]), "episode.max_turns")]))
+                         [Entry("max_tool_calling_iterations", brief.episode.max_turns, "episode.max_turns")]))
     if overrides:
         sections.append(("grpo.overrides (merged last)", _override_entries(overrides)))
     return RunPlan(
         name=brief.name, brief_sha256=brief.sha256, brief_rel=relative_to_run(brief.path, run_dir),
         brief_folder_rel=relative_to_run(brief.folder, run_dir), model_ref=model_ref,
-        model_revision=model.get("revision"), dtype=model["dtype"], topology=topo,
+        model_revision=brief.model.revision, dtype=brief.model.dtype, topology=topo,
         sections=_merge_sections(sections), reward_attrs=reward_attrs, reward_specs=reward_specs,
-        reward_names=reward_names(reward_specs), reward_occurrences=reward_occurrences(reward_specs),
-        max_completion_length=int(grpo["max_completion_length"]), vllm_max_model_length=max_model_length,
-        trl_cli_notes=_trl_cli_notes(brief, data, compiled),
+        reward_names=[r.name for r in brief.rewards], reward_occurrences=[r.occurrence for r in brief.rewards],
+        max_completion_length=grpo.max_completion_length, vllm_max_model_length=max_model_length,
+        trl_cli_notes=_trl_cli_notes(brief, compiled),
         notes=_install_notes(topo.generation),
     )
 
@@ -213,16 +210,16 @@ def _model_ref(brief: Brief, run_dir: Path) -> str:
     return brief.model.id
 
 
-def _trl_cli_notes(brief: Brief, data: dict[str, Any], compiled: bool) -> list[str]:
+def _trl_cli_notes(brief: Brief, compiled: bool) -> list[str]:
     """What `trl grpo --config grpo_config.yaml` does not do that `finetune launch` does."""
-    data_section = data["data"]
     notes = []
-    if data.get("episode"):
-        ep = data["episode"]
-        what = f"the environment {ep['environment']}" if ep.get("environment") else "the tools " + ", ".join(ep["tools"])
+    ep = brief.episode
+    if ep is not None:
+        what = f"the environment {ep.environment}" if ep.environment else "the tools " + ", ".join(ep.tools)
+        template = f" and the chat template {ep.chat_template}" if ep.chat_template else ""
         notes.append(
             f"`trl grpo` cannot run this file: it has no flag for tools or environments, so it would train "
-            f"single-turn completions without {what}{' and the chat template ' + ep['chat_template'] if ep.get('chat_template') else ''}; "
+            f"single-turn completions without {what}{template}; "
             "`finetune launch` builds GRPOTrainer(tools=... or environment_factory=...) from the brief's episode")
     if compiled:
         notes.append(
@@ -232,31 +229,29 @@ def _trl_cli_notes(brief: Brief, data: dict[str, Any], compiled: bool) -> list[s
         notes.append(
             "the model is embedded or a GGUF file: `finetune launch` dequantises it first; for `trl grpo` pass "
             "`--model_name_or_path <dequantised dir>` after --config")
-    if data_section["prompt_field"] != "prompt" or data_section.get("system_prompt"):
+    if brief.data.prompt_field != "prompt" or brief.data.system_prompt:
         notes.append(
             "data.prompt_field/system_prompt are applied by `finetune launch`; `trl grpo` reads the `prompt` "
             "column as it is")
     return notes
 
 
-def _model_entries(model: dict[str, Any], model_ref: str) -> list[Entry]:
+def _model_entries(model: ModelSpec, model_ref: str) -> list[Entry]:
     """TRL's ModelConfig: read by `trl grpo`; `finetune launch` reads the same fields."""
-    adapter = model["adapter"]
+    adapter = model.adapter
     entries = [
         Entry("model_name_or_path", model_ref, "model.id (local paths relative to this directory)"),
-        Entry("model_revision", model.get("revision") or "main", "model.revision"),
-        Entry("dtype", model["dtype"], "model.dtype (TRL's ModelConfig defaults to float32)"),
+        Entry("model_revision", model.revision or "main", "model.revision"),
+        Entry("dtype", model.dtype, "model.dtype (TRL's ModelConfig defaults to float32)"),
         Entry("use_peft", adapter != "full", f"model.adapter {adapter}"),
     ]
     if adapter != "full":
-        lora = model.get("lora") or {}
-        targets = lora.get("target_modules", "all-linear")
+        lora = model.lora
         entries += [
-            Entry("lora_r", lora.get("r", 16), "model.lora.r"),
-            Entry("lora_alpha", lora.get("alpha", 32), "model.lora.alpha"),
-            Entry("lora_dropout", float(lora.get("dropout", 0.0)), "model.lora.dropout (TRL's CLI defaults to 0.05)"),
-            Entry("lora_target_modules", [targets] if isinstance(targets, str) else list(targets),
-                  "model.lora.target_modules"),
+            Entry("lora_r", lora.r, "model.lora.r"),
+            Entry("lora_alpha", lora.alpha, "model.lora.alpha"),
+            Entry("lora_dropout", float(lora.dropout), "model.lora.dropout (TRL's CLI defaults to 0.05)"),
+            Entry("lora_target_modules", lora.target_list, "model.lora.target_modules"),
         ]
     if adapter == "qlora":
         entries += [
@@ -282,49 +277,49 @@ def _data_and_reward_entries(brief: Brief, run_dir: Path, reward_attrs: list[str
     ]
 
 
-def _training_entries(data: dict[str, Any], topo: Topology, steps_per_generation: int | None) -> list[Entry]:
+def _training_entries(brief: Brief, topo: Topology) -> list[Entry]:
     """GRPOConfig from the brief's own values (the variant, generation and overrides come after)."""
-    grpo, dtype = data["grpo"], data["model"]["dtype"]
-    schedule = Schedule.of(grpo)
+    grpo, dtype = brief.grpo, brief.model.dtype
+    schedule = Schedule.of_spec(grpo)
     cpu_run = " (CPU run)" if topo.cpu else ""
     return [
         Entry("output_dir", "checkpoints", "checkpoints/checkpoint-<step>/ in this directory"),
-        Entry("seed", grpo["seed"], "grpo.seed"),
-        Entry("max_steps", grpo["max_steps"], "grpo.max_steps"),
-        Entry("learning_rate", grpo["learning_rate"], "grpo.learning_rate (TRL 1.16 defaults to 1e-6)"),
+        Entry("seed", grpo.seed, "grpo.seed"),
+        Entry("max_steps", grpo.max_steps, "grpo.max_steps"),
+        Entry("learning_rate", grpo.learning_rate, "grpo.learning_rate (TRL 1.16 defaults to 1e-6)"),
         Entry("lr_scheduler_type", schedule.trl_type,
               f"grpo.lr_scheduler {schedule.name} (TRL 1.16 defaults to linear decay to 0)"),
         Entry("warmup_steps", schedule.warmup_steps,
-              f"grpo.warmup_ratio {float(grpo['warmup_ratio']):g} of max_steps, rounded up"),
-        Entry("beta", grpo["beta"], "grpo.beta (TRL 1.16 defaults to 0.0)"),
-        Entry("num_generations", grpo["num_generations"], "grpo.num_generations"),
-        Entry("per_device_train_batch_size", grpo["per_device_train_batch_size"], "grpo.per_device_train_batch_size"),
-        Entry("gradient_accumulation_steps", grpo["gradient_accumulation_steps"], "grpo.gradient_accumulation_steps"),
-        Entry("steps_per_generation", steps_per_generation,
-              "4 x gradient_accumulation_steps for gspo" if grpo["variant"] == "gspo"
+              f"grpo.warmup_ratio {float(grpo.warmup_ratio):g} of max_steps, rounded up"),
+        Entry("beta", grpo.beta, "grpo.beta (TRL 1.16 defaults to 0.0)"),
+        Entry("num_generations", grpo.num_generations, "grpo.num_generations"),
+        Entry("per_device_train_batch_size", grpo.per_device_train_batch_size, "grpo.per_device_train_batch_size"),
+        Entry("gradient_accumulation_steps", grpo.gradient_accumulation_steps, "grpo.gradient_accumulation_steps"),
+        Entry("steps_per_generation", grpo.steps_per_generation,
+              "4 x gradient_accumulation_steps for gspo" if grpo.variant == "gspo"
               else "= gradient_accumulation_steps"),
-        Entry("max_completion_length", grpo["max_completion_length"], "grpo.max_completion_length"),
-        Entry("temperature", grpo["temperature"], "grpo.temperature"),
-        Entry("chat_template_kwargs", dict(data["data"].get("chat_template_kwargs") or {}),
+        Entry("max_completion_length", grpo.max_completion_length, "grpo.max_completion_length"),
+        Entry("temperature", grpo.temperature, "grpo.temperature"),
+        Entry("chat_template_kwargs", dict(brief.data.chat_template_kwargs),
               "data.chat_template_kwargs (the prompt format baseline and inspect sampled with)"),
-        Entry("gradient_checkpointing", grpo["gradient_checkpointing"], "grpo.gradient_checkpointing"),
+        Entry("gradient_checkpointing", grpo.gradient_checkpointing, "grpo.gradient_checkpointing"),
         Entry("bf16", (not topo.cpu) and dtype == "bfloat16", "model.dtype" + cpu_run),
         Entry("fp16", (not topo.cpu) and dtype == "float16", "model.dtype" + cpu_run),
         Entry("use_cpu", topo.cpu, "hardware.gpus 0" if topo.cpu else "hardware.gpus"),
         Entry("model_init_kwargs", {"dtype": dtype}, "TRL 1.16 loads a model path in float32 without it"),
-        Entry("reward_weights", [float(r["weight"]) for r in data["rewards"]], "rewards[*].weight"),
+        Entry("reward_weights", [float(r.weight) for r in brief.rewards], "rewards[*].weight"),
         Entry("remove_unused_columns", False, "rewards read the dataset's columns"),
-        Entry("logging_steps", grpo["logging_steps"], "grpo.logging_steps"),
+        Entry("logging_steps", grpo.logging_steps, "grpo.logging_steps"),
         Entry("save_strategy", "steps", "checkpoints every save_steps"),
-        Entry("save_steps", grpo["save_steps"], "grpo.save_steps"),
+        Entry("save_steps", grpo.save_steps, "grpo.save_steps"),
         Entry("save_only_model", False, "optimizer and RNG state kept so --resume continues exactly"),
-        *(Entry(k, v, why) for k, v, why in tracking_entries(data.get("tracking") or {}, str(data["name"]))),
+        *(Entry(k, v, why) for k, v, why in tracking_entries(brief.tracking, brief.name)),
         Entry("log_completions", False, "finetune launch writes completions.jsonl itself; no console tables"),
     ]
 
 
-def _variant_title(grpo: dict[str, Any]) -> str:
-    return f"GRPO variant: {grpo['variant']}" + (f" (symptom: {grpo['symptom']})" if grpo.get("symptom") else "")
+def _variant_title(grpo: GrpoSpec) -> str:
+    return f"GRPO variant: {grpo.variant}" + (f" (symptom: {grpo.symptom})" if grpo.symptom else "")
 
 
 def _variant_entries(variant: str) -> list[Entry]:
@@ -332,16 +327,16 @@ def _variant_entries(variant: str) -> list[Entry]:
     return [Entry(key, value, f"variant {variant}: {why}") for key, value, why in VARIANT_SETTINGS[variant]]
 
 
-def _vllm_memory_share(hardware: dict[str, Any], recommend: dict[str, Any]) -> tuple[float, str]:
+def _vllm_memory_share(hardware: HardwareSpec, recommend: dict[str, Any]) -> tuple[float, str]:
     """vllm_gpu_memory_utilization and why: the brief's, else the memory estimate's advice, else TRL's default."""
-    if hardware.get("vllm_gpu_memory_utilization") is not None:
-        return hardware["vllm_gpu_memory_utilization"], "hardware.vllm_gpu_memory_utilization"
+    if hardware.vllm_gpu_memory_utilization is not None:
+        return hardware.vllm_gpu_memory_utilization, "hardware.vllm_gpu_memory_utilization"
     if recommend.get("vllm_gpu_memory_utilization") is not None:
         return float(recommend["vllm_gpu_memory_utilization"]), "the memory estimate's advice"
     return DEFAULT_VLLM_GPU_MEMORY_UTILIZATION, "TRL's default (no memory estimate available)"
 
 
-def _generation_entries(topo: Topology, hardware: dict[str, Any], recommend: dict[str, Any],
+def _generation_entries(topo: Topology, hardware: HardwareSpec, recommend: dict[str, Any],
                         max_model_length: int, compiled: bool) -> list[Entry]:
     """How completions are generated: vLLM beside the trainer, a vLLM server, or transformers' generate."""
     if topo.generation == "vllm-colocate":
@@ -377,12 +372,12 @@ def _generation_entries(topo: Topology, hardware: dict[str, Any], recommend: dic
 COMPILED_ADAPTERS = ("full", "lora")
 
 
-def compiled_generation(topo: Topology, hardware: dict[str, Any], adapter: str) -> bool:
+def compiled_generation(topo: Topology, hardware: HardwareSpec, adapter: str) -> bool:
     """Decode from a compiled static KV cache: full fine-tuning or LoRA with transformers generation on one GPU,
     unless the brief says no (docs/results.md, "Where a step's time goes": LoRA's step 2.4x faster compiled).
     Where it was not measured faster it stays off: several processes (DDP, FSDP, ZeRO-3), QLoRA and CPU runs."""
     return (topo.generation == "transformers" and not topo.cpu and topo.distributed == "single"
-            and adapter in COMPILED_ADAPTERS and bool(hardware.get("compiled_generation", True)))
+            and adapter in COMPILED_ADAPTERS and hardware.compiled_generation)
 
 
 def _override_entries(overrides: dict[str, Any]) -> list[Entry]:
