@@ -28,3 +28,9 @@ def test_the_cli_table_lists_every_verb() -> None:
     table = (REPO / "docs/workflow.md").read_text(encoding="utf-8").split("# The CLI", 1)[1].split("\n# ", 1)[0]
     listed = set(re.findall(r"^\| `finetune ([a-z-]+)", table, re.M))
     assert listed == set(VERBS), f"missing {sorted(set(VERBS) - listed)}, extra {sorted(listed - set(VERBS))}"
+
+
+def test_the_readme_is_a_front_page() -> None:
+    """docs/development.md: the README is a front page (at most 2,000 words); the detail lives in docs/*.md."""
+    words = len((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert words <= 2000, f"README.md has {words} words; move detail into docs/"
