@@ -200,3 +200,15 @@ def test_a_timing_edited_after_sealing_is_tampered(brief: Any) -> None:
     path = build_inspection(brief, seconds=3.0)
     edit_json(path, lambda r: r["review"].update(median_seconds=9.0))
     assert kinds(verify_inspection(brief, path)[1]) == [("tampered", "review")]
+
+
+def test_the_sealed_review_is_parsed_once_with_one_count(brief: Any) -> None:
+    """The gate reads a sealed record as `SealedReview` (attributes, not string keys): its verdict counts are
+    the seal's own, counted by the one `verdict_counts`."""
+    path = build_inspection(brief, verdicts={3: "unsure", 7: "unsure"}, seconds=4.0)
+    checked = inspection.check_inspection(brief, path)
+    review = checked.review
+    assert review is not None and checked.record is not None
+    assert dict(review.counts) == checked.record["review"]["counts"] == {"agree": 62, "disagree": 0, "unsure": 2}
+    assert (review.samples, review.timing.median_seconds) == (64, 4.0)
+    assert review.samples_sha256 == checked.record["bindings"]["samples_sha256"]

@@ -61,7 +61,7 @@ def gate_brief(brief: Brief, shown_path: str | Path | None = None,
 
         known = dict(record_sha256 or {})
         if ctx.inspection is not None:  # verified: the samples file is the one the record binds
-            known.setdefault("inspection_samples", ctx.inspection["bindings"]["samples_sha256"])
+            known.setdefault("inspection_samples", ctx.inspection.samples_sha256)
         report.record_sha256 = {key: known[key] if key in known else sha256_file_or_none(path)
                                 for key, path in record_files(brief).items()}
         report.fingerprint = fingerprint_of(brief, report.record_sha256, ctx.bindings["rewards"])

@@ -21,6 +21,7 @@ from llm_finetuning.rundir.manifest import read_manifest
 if TYPE_CHECKING:
     from llm_finetuning.gate.protection import Registered
     from llm_finetuning.memory import Estimate
+    from llm_finetuning.records.inspection import SealedReview
 
 @dataclass(frozen=True)
 class Deviation:
@@ -53,7 +54,7 @@ class GateContext:
 
     baseline: dict[str, Any] | None = None
     baseline_problems: list[Problem] = field(default_factory=list)
-    inspection: dict[str, Any] | None = None
+    inspection: SealedReview | None = None  # the sealed review, parsed once (records.inspection)
     inspection_problems: list[Problem] = field(default_factory=list)  # warnings (severity) do not block
     inspection_signer: str = ""  # who signed the record, as a trusted-keys file names them (`Ada (SHA256:...)`)
     judge_problems: list[str] | None = None  # None: the brief has no judge reward
@@ -208,7 +209,7 @@ def load_context(brief: Brief) -> GateContext:
     ctx.baseline, ctx.baseline_problems = verify_baseline(brief, brief.resolve(records.baseline),
                                                           ctx.model_identity, ctx.bindings)
     inspected = check_inspection(brief, brief.resolve(records.inspection), ctx.model_identity, ctx.bindings)
-    ctx.inspection, ctx.inspection_problems = inspected.record, inspected.problems
+    ctx.inspection, ctx.inspection_problems = inspected.review, inspected.problems
     ctx.inspection_signer = inspected.signer.who() if inspected.signer else ""
     ctx.judge_problems = _load_judge(brief)
     ctx.deviation = _load_deviation(brief)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -305,6 +306,13 @@ def _seal_digest(record: dict[str, Any]) -> str:
     return sha256_bytes(canonical_json(body))
 
 
+def verdict_counts(record: dict[str, Any]) -> dict[str, int]:
+    """How many samples carry each verdict (VERDICTS), counted from the verdicts: the one count, which the seal
+    stores and the gate reads."""
+    verdicts = record.get("verdicts") or {}
+    return {v: sum(1 for x in verdicts.values() if isinstance(x, dict) and x.get("verdict") == v) for v in VERDICTS}
+
+
 def missing_verdicts(record: dict[str, Any]) -> list[str]:
     return [s["id"] for s in record["samples"] if s["id"] not in record["verdicts"]]
 
@@ -374,7 +382,7 @@ def seal(path: Path, reviewer: str, key: ReviewerKey | None = None) -> dict[str,
         raise RecordError(f"{samples_path(path)} changed since `finetune inspect` wrote it",
                           "run `finetune inspect BRIEF` again")
     key = key or reviewer_key(path, reviewer.strip())
-    counts = {v: sum(1 for x in record["verdicts"].values() if x.get("verdict") == v) for v in VERDICTS}
+    counts = verdict_counts(record)
     timing = review_timing(record)
     record["review"] = {"reviewer": reviewer.strip(), "sealed_at": utc_now(), "counts": counts,
                         "os_user": os_user(), "tty": stdin_terminal(), "timed_samples": timing.timed,
@@ -484,6 +492,32 @@ class InspectionCheck:
     record: dict[str, Any] | None = None  # None when missing or malformed
     problems: list[Problem] = field(default_factory=list)
     signer: signing.TrustedKey | None = None
+
+    @property
+    def review(self) -> SealedReview | None:
+        """The sealed review as a typed value, when the record holds one whose structure verified."""
+        if self.record is None or not is_sealed(self.record) or not isinstance(self.record.get("review"), dict):
+            return None
+        return SealedReview.of(self.record)
+
+
+@dataclass(frozen=True)
+class SealedReview:
+    """A sealed inspection record as the gate reads it, parsed once: who sealed it and when, how many samples,
+    each verdict counted once from the verdicts themselves, the timing and the samples file it binds."""
+
+    samples: int
+    reviewer: str
+    sealed_at: str
+    counts: Mapping[str, int]  # verdict -> samples with it (VERDICTS)
+    timing: ReviewTiming
+    samples_sha256: str
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> SealedReview:
+        review = record["review"]
+        return cls(len(record["samples"]), str(review.get("reviewer", "")), str(review.get("sealed_at", "")),
+                   verdict_counts(record), review_timing(record), str(record["bindings"].get("samples_sha256", "")))
 
 
 def check_inspection(brief: Brief, path: Path, model_identity: str | None = None,

@@ -14,7 +14,7 @@ from llm_finetuning.errors import Severity
 from llm_finetuning.fileio import shown
 from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
-from llm_finetuning.records.inspection import ReviewTiming, review_timing
+from llm_finetuning.records.inspection import ReviewTiming
 
 ID = "reward_inspected"
 PATH = "records.inspection"
@@ -49,16 +49,12 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     if errors:
         return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix + _settle_episode(brief, p.id))
                 for p in errors]
-    rec = ctx.inspection
-    assert rec is not None  # load_context loads the record whenever it has no problem
-    review = rec["review"]
-    counts = review.get("counts", {})
-    n = len(rec["samples"])
-    unsure = int(counts.get("unsure") or 0)
-    timing = review_timing(rec)
+    review = ctx.inspection
+    assert review is not None  # load_context loads the sealed review whenever it has no error
+    n, unsure, timing = review.samples, review.counts["unsure"], review.timing
     median = f", median {timing.median_seconds:.1f} s a sample" if timing.median_seconds is not None else ""
     signed = f"; signed by {ctx.inspection_signer}" if ctx.inspection_signer else ""
-    results = [CheckResult(ID, PASS, PATH, f"{n} samples reviewed by {review['reviewer']} ({review['sealed_at']}"
+    results = [CheckResult(ID, PASS, PATH, f"{n} samples reviewed by {review.reviewer} ({review.sealed_at}"
                            f"{median}): no disagreement{f', {unsure} unsure' if unsure else ''}; sealed and current"
                            f"{signed}")]
     results += [CheckResult(ID, WARN, PATH, f"{p.id}: {p.message}", p.fix) for p in ctx.inspection_problems]
