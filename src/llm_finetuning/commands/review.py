@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE
+from llm_finetuning.records.review_session import VERDICT_KEYS, Finish, ReviewSession
 
 if TYPE_CHECKING:
     from llm_finetuning.records.inspection import ReviewerKey
@@ -48,7 +49,6 @@ NO_TERMINAL = (
     "it will not run from a script or an agent's shell, so that nobody signs a review they did not read.\n"
     "Ask the person who owns this reward to run, in their own terminal:\n  finetune review {record}"
 )
-VERDICT_KEYS = {"a": "agree", "d": "disagree", "u": "unsure"}
 
 
 def default_reviewer() -> str:
@@ -65,39 +65,14 @@ def _reference_text(ref: Any) -> str:
     return ref if isinstance(ref, str) else json.dumps(ref, ensure_ascii=False, indent=1, sort_keys=True, default=str)
 
 
-class Review:
-    """The state of one review session over a record and its samples."""
+class Review(ReviewSession):
+    """A review session (records.review_session) with the terminal it is drawn on."""
 
     def __init__(self, path: Path, key_path: Path | None = None) -> None:
         from rich.console import Console
 
-        from llm_finetuning.records.inspection import load_inspection, load_samples
-
-        self.path = path
-        self.key_path = key_path
-        self.record = load_inspection(path)
-        by_id = {s.get("id"): s for s in load_samples(path)}
-        self.samples = [by_id.get(s["id"], {"id": s["id"], "prompt": "(missing)", "completion": "(missing)",
-                                            "rewards": {}}) for s in self.record["samples"]]
+        super().__init__(path, key_path)
         self.console = Console(highlight=False)
-        self.unjudged_seconds: dict[str, float] = {}  # time on a sample this session, not yet in a verdict
-
-    @property
-    def n(self) -> int:
-        return len(self.samples)
-
-    def reviewed(self) -> int:
-        return sum(1 for s in self.samples if s["id"] in self.record["verdicts"])
-
-    def first_missing(self) -> int | None:
-        return next((i for i, s in enumerate(self.samples) if s["id"] not in self.record["verdicts"]), None)
-
-    def next_missing(self, after: int) -> int:
-        """The next sample without a verdict after `after` (wrapping round), or n when none is left."""
-        for j in list(range(after + 1, self.n)) + list(range(0, after + 1)):
-            if self.samples[j]["id"] not in self.record["verdicts"]:
-                return j
-        return self.n
 
     def show(self, i: int) -> None:
         from rich.panel import Panel
@@ -136,18 +111,6 @@ class Review:
         c.print("Is every reward value right for this completion?")
         c.print(KEYS_HELP, markup=False)
 
-    def looked(self, i: int, seconds: float) -> None:
-        """The person had sample i in front of them for `seconds`; it counts towards its next verdict."""
-        sid = self.samples[i]["id"]
-        self.unjudged_seconds[sid] = self.unjudged_seconds.get(sid, 0.0) + seconds
-
-    def set(self, i: int, verdict: str, note: str) -> None:
-        from llm_finetuning.records.inspection import save_progress, set_verdict
-
-        sid = self.samples[i]["id"]
-        set_verdict(self.record, sid, verdict, note, self.unjudged_seconds.pop(sid, None))
-        save_progress(self.path, self.record)
-
 
 def _ask(console: Any, prompt: str) -> str | None:
     """One line from the person; None on end of input or Ctrl-C."""
@@ -162,7 +125,7 @@ def _ask(console: Any, prompt: str) -> str | None:
 def _summary(review: Review) -> list[tuple[str, str]]:
     from llm_finetuning.records.inspection import VERDICTS, disagreements
 
-    counts = {v: sum(1 for x in review.record["verdicts"].values() if x.get("verdict") == v) for v in VERDICTS}
+    counts = review.counts()
     review.console.print("Summary: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS) + f" of {review.n} samples")
     dis = disagreements(review.record)
     for sid, note in dis:
@@ -188,7 +151,7 @@ def _tell_key(review: Review, key: ReviewerKey, name: str) -> None:
                 markup=False)
 
 
-def _finish(review: Review) -> int:
+def _finish(review: Review) -> Finish:
     from llm_finetuning.errors import UnusableInput
     from llm_finetuning.records.inspection import reviewer_key, seal
 
@@ -200,9 +163,9 @@ def _finish(review: Review) -> int:
         answer = _ask(c, "[s] seal the review  [b] back to the last sample  [q] quit and seal later: ")
         if answer is None or answer.strip().lower() == "q":
             c.print(f"Not sealed. Run `finetune review {review.path}` again to seal.", markup=False)
-            return -1
+            return Finish.NOT_SEALED
         if answer.strip().lower() == "b":
-            return review.n - 1
+            return Finish.BACK
         if answer.strip().lower() == "s":
             break
     default = default_reviewer()
@@ -212,14 +175,14 @@ def _finish(review: Review) -> int:
                       else "Your name, recorded as the reviewer: ")
         if answer is None:
             c.print("Not sealed.")
-            return -1
+            return Finish.NOT_SEALED
         name = answer.strip() or default
     try:
         key = reviewer_key(review.path, name, review.key_path)
         seal(review.path, name, key)
     except UnusableInput as exc:  # a record or key it cannot use: said in the review's own screen
         c.print(f"Cannot seal: {exc.message}. {exc.fix}", markup=False)
-        return -1
+        return Finish.NOT_SEALED
     c.print(f"Sealed {review.path} as reviewed by {name}, signed with key {key.key_id}.", markup=False)
     _tell_key(review, key, name)
     if dis:
@@ -229,7 +192,7 @@ def _finish(review: Review) -> int:
     else:
         c.print("No disagreements: the gate accepts this inspection while the reward code, specs and model "
                 "stay as they are.")
-    return -2
+    return Finish.SEALED
 
 
 def run_review(path: Path, key_path: Path | None = None) -> int:
@@ -243,23 +206,20 @@ def run_review(path: Path, key_path: Path | None = None) -> int:
         c.print(f"{path} is already sealed (reviewer: {who}).", markup=False)
         dis = _summary(review)
         return EXIT_REJECTED if dis else EXIT_OK
-    start = review.first_missing()
-    if start is None:
-        start = review.n  # everything has a verdict: go straight to sealing
-    elif review.reviewed():
+    i = review.start()
+    if i < review.n and review.reviewed():
         c.print(f"Resuming: {review.reviewed()} of {review.n} samples already have a verdict.")
-    i = start
     while True:
         if i >= review.n:
-            missing = review.first_missing()
-            if missing is not None:
-                i = missing
-                continue
-            i = _finish(review)
-            if i == -2:
+            i = review.start()
+            if i < review.n:
+                continue  # a sample still has no verdict
+            finish = _finish(review)
+            if finish is Finish.SEALED:
                 return EXIT_REJECTED if disagreements(review.record) else EXIT_OK
-            if i == -1:
+            if finish is Finish.NOT_SEALED:
                 return EXIT_REJECTED
+            i = review.n - 1  # Finish.BACK: the last sample
             continue
         review.show(i)
         shown_at = time.monotonic()
@@ -276,14 +236,9 @@ def run_review(path: Path, key_path: Path | None = None) -> int:
             if key == "d" and not note:
                 asked = _ask(c, "What is wrong with the reward's value? (a note, Enter to skip): ")
                 note = (asked or "").strip()
-            review.set(i, VERDICT_KEYS[key], note)
-            i = review.next_missing(i)
-        elif key == "b":
-            i = max(0, i - 1)
-        elif key == "n":
-            i += 1
-        elif key == "g" and note.strip().isdigit() and 1 <= int(note) <= review.n:
-            i = int(note) - 1
+            i = review.judge(i, VERDICT_KEYS[key], note)
+        elif (moved := review.moved(i, key, note)) is not None:
+            i = moved
         elif key == "q":
             c.print(f"Stopped. {review.reviewed()}/{review.n} verdicts are saved; run "
                     f"`finetune review {path}` to resume.", markup=False)
