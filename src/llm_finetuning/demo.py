@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ import yaml
 
 from llm_finetuning.cache import cache_root
 from llm_finetuning.errors import Severity
+from llm_finetuning.locations import isolated_python
 from llm_finetuning.rundir import DIAGNOSIS, EVAL_JSON
 
 EXAMPLE = "smollm2-json"
@@ -85,7 +85,7 @@ def _say(text: str) -> None:
 
 def _finetune(*args: str, expect: tuple[int, ...] = (0,), quiet: bool = False) -> int:
     """Run a real `finetune` verb in a child process, streaming its output; return its exit code."""
-    cmd = [sys.executable, "-m", "llm_finetuning.cli", *args]
+    cmd = [*isolated_python("llm_finetuning.cli"), *args]
     _say(click.style("$ finetune " + " ".join(args), fg="cyan"))
     proc = subprocess.run(cmd, stdout=subprocess.PIPE if quiet else None, text=True, check=False)
     if proc.returncode not in expect:

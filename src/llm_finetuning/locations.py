@@ -75,3 +75,16 @@ def project_trusted_keys_path(root: Path) -> Path:
 def project_settings_path(root: Path) -> Path:
     """A project's shared Claude Code settings: `<project>/.claude/settings.json`."""
     return Path(root) / ".claude" / "settings.json"
+
+
+def isolated_python(module: str) -> list[str]:
+    """The command line that runs `module` of this package (`python -m module`) in an isolated interpreter: `-I`
+    keeps the working directory, PYTHONPATH and the user's site folder off sys.path, so nothing in the folder it
+    starts in (a project, a run folder) is imported in place of this package; the package's own folder is put
+    back first, for a package that is itself found through PYTHONPATH."""
+    import sys
+
+    root = str(Path(__file__).resolve().parents[1])
+    bootstrap = (f"import runpy, sys; sys.path.insert(0, {root!r}); "
+                 f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    return [sys.executable, "-I", "-c", bootstrap]

@@ -2,17 +2,14 @@
 
 Pure: importing this module loads no reward implementation and no ML library, so `finetune check` and
 `finetune gate` can validate reward specs in milliseconds. `build_reward` (used by score, inspect and
-launch) imports the implementation lazily.
+launch) imports a built-in lazily and runs a custom one in a confined child (`sandbox.project_code`).
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
-import importlib
 import importlib.util
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,15 +266,3 @@ def locate_custom(fn: str, search_dir: Path) -> tuple[CustomLocation | None, str
     if function not in names:
         return None, f"module '{module}' ({file}) defines no top-level '{function}'"
     return CustomLocation(module, function, file), ""
-
-
-def load_custom(fn: str, search_dir: Path) -> Callable[..., Any]:
-    """Import a custom reward (executes user code: only for score, inspect and launch)."""
-    module, _, function = fn.partition(":")
-    if str(search_dir) not in sys.path:
-        sys.path.insert(0, str(search_dir))
-    mod = importlib.import_module(module)
-    obj: object = getattr(mod, function)
-    if not callable(obj):
-        raise TypeError(f"{fn} is not callable")
-    return obj

@@ -1,5 +1,6 @@
 """A custom reward runs from the source file the records bound, never from bytecode left in `__pycache__`
-beside it: Python would run an unchecked-hash .pyc without comparing it with the source."""
+beside it: Python would run an unchecked-hash .pyc without comparing it with the source. (It runs in the
+confined child, which compiles the bytes it is sent: docs/security.md, "What runs where".)"""
 
 from __future__ import annotations
 
@@ -34,9 +35,8 @@ def test_bytecode_beside_a_custom_reward_is_never_run(tmp_path: Path) -> None:
         sys.path.remove(str(tmp_path / "plain"))
         sys.modules.pop("planted_plain", None)
     plant(tmp_path / "brief", "planted_reward")
-    try:
-        assert build_reward({"fn": "planted_reward:reward"}, tmp_path / "brief")(["p"], ["x"]) == [0.0]
-    finally:
-        sys.path.remove(str(tmp_path / "brief"))
-        sys.modules.pop("planted_reward", None)
-    assert sys.pycache_prefix == prefix  # restored
+    path = list(sys.path)
+    assert build_reward({"fn": "planted_reward:reward"}, tmp_path / "brief")(["p"], ["x"]) == [0.0]
+    # the reward ran in the confined child, from the source bytes: this process imported nothing from the brief
+    assert "planted_reward" not in sys.modules and sys.path == path
+    assert sys.pycache_prefix == prefix

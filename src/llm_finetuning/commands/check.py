@@ -8,6 +8,7 @@ import click
 
 from llm_finetuning.commands._common import fail_brief
 from llm_finetuning.errors import Problem, Severity, UnusableInput, render_problems
+from llm_finetuning.locations import isolated_python
 
 
 def _note_missing_embedded_model(model_id: str) -> None:
@@ -27,9 +28,8 @@ def episode_problems(brief_path: Path, as_json: bool) -> list[Problem]:
     stays free of torch and of the brief's tools); warnings are printed here and not returned."""
     import json
     import subprocess
-    import sys
 
-    done = subprocess.run([sys.executable, "-m", "llm_finetuning.sampling.episode_probe", str(brief_path)],
+    done = subprocess.run([*isolated_python("llm_finetuning.sampling.episode_probe"), str(brief_path)],
                           capture_output=True, text=True, timeout=600, check=False)
     try:
         found = [Problem.from_json(p) for p in json.loads(done.stdout.strip().splitlines()[-1])]

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import llm_finetuning
 from llm_finetuning.brief import Brief, DataSpec, ModelSpec, RewardSpec
 from llm_finetuning.brief.episode import template_path
 from llm_finetuning.cache import KeyedEntries
@@ -24,9 +23,9 @@ from llm_finetuning.fileio import (
     sha256_json,
     stat_key,
 )
+from llm_finetuning.rewards.sources import file_label
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
-PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
 _SOURCES = KeyedEntries("reward-sources.json")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
@@ -47,17 +46,6 @@ def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
 def _source_stats(files: list[Path], folder: Path) -> list[Any]:
     dirs = sorted({str(f.parent) for f in files} | {str(folder)})
     return [stat_key(f) for f in files] + [stat_key(Path(d)) for d in dirs]
-
-
-def file_label(path: Path, brief_folder: Path) -> str:
-    """A stable, readable name for a bound file: package-relative, brief-relative, or absolute."""
-    p = path.resolve()
-    for root, prefix in ((PACKAGE_DIR, "llm_finetuning/"), (brief_folder.resolve(), "")):
-        try:
-            return prefix + p.relative_to(root).as_posix()
-        except ValueError:
-            continue
-    return p.as_posix()
 
 
 def reward_bindings(rewards: Sequence[RewardSpec], brief_folder: Path) -> list[dict[str, Any]]:

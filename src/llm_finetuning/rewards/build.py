@@ -1,23 +1,27 @@
 """Turn the brief's reward specs into callables, and score rows with them.
 
 Built-ins are instantiated from the registry with their argument defaults applied; a custom
-`module:function` is wrapped in `CustomReward`, which gives it the spec's name, passes its `args`, checks
-what it returns, and stays picklable by importing the function again after unpickling.
+`module:function` is wrapped in `CustomReward`, which runs it in the confined child (`sandbox.project_code`),
+gives it the spec's name, passes its `args`, checks what it returns, and stays picklable by loading the
+function in the child again after unpickling.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief import Brief
-from llm_finetuning.fileio import compiled_from_source
 from llm_finetuning.rewards.explain import call_explained
+
+if TYPE_CHECKING:
+    from llm_finetuning.rewards.code import VerifiedCode
 
 log = logging.getLogger(__name__)
 
@@ -34,20 +38,45 @@ def _check_args(fn: str, args: dict[str, Any], where: str) -> None:
         raise ValueError(f"{path}: {err.message}")
 
 
-class CustomReward:
-    """A user's `module:function` reward with a stable name, its args, and checked output."""
+class _Remote:
+    """The user's function as it runs in the confined child: calling it, and its `explained`/`explain` when the
+    function offers them (`rewards.explain`)."""
 
-    def __init__(self, fn: str, search_dir: Path, args: dict[str, Any], name: str) -> None:
+    def __init__(self, handle: Any, info: dict[str, Any]) -> None:
+        self.handle = handle
+        self.__name__ = str(info.get("name") or "reward")
+        for attr in ("explained", "explain"):
+            if info.get(attr):
+                setattr(self, attr, functools.partial(handle.call, attr=attr))
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self.handle.call(**kwargs)
+
+
+class CustomReward:
+    """A user's `module:function` reward with a stable name, its args, and checked output. The function runs in
+    the process's confined child (`sandbox.project_code`), from the source bytes read when it is loaded, or with
+    `code` from the bytes a run's verification read (`VerifiedCode`)."""
+
+    def __init__(self, fn: str, search_dir: Path, args: dict[str, Any], name: str,
+                 code: VerifiedCode | None = None) -> None:
         self.__name__ = name
         self.fn = fn
         self.search_dir = Path(search_dir)
         self.args = dict(args)
+        self.code = code
         self._func: Callable[..., Any] | None = self._load()
 
     def _load(self) -> Callable[..., Any]:
-        """The user's function, from the source file the records bound, never bytecode left beside it."""
-        with compiled_from_source():
-            return registry.load_custom(self.fn, self.search_dir)
+        """The user's function in the confined child, from the source files the records bound."""
+        from llm_finetuning.rewards.code import module_sources
+        from llm_finetuning.sandbox.project_code import ProjectCodeError, load_confined
+
+        modules = self.code.modules(self.fn, self.search_dir) if self.code else module_sources(self.fn, self.search_dir)
+        handle, info = load_confined(self.fn, modules)
+        if not info.get("callable"):
+            raise ProjectCodeError("TypeError", f"{self.fn} is not callable")
+        return _Remote(handle, info)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -94,13 +123,15 @@ def check_output(name: str, out: Any, n: int) -> list[float | None]:
 
 
 def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, tokenizer: Any = None,
-                 *, max_completion_length: int | None = None, where: str = "rewards[]") -> RewardFunc:
-    """See `llm_finetuning.rewards.build_reward`."""
+                 *, max_completion_length: int | None = None, where: str = "rewards[]",
+                 code: VerifiedCode | None = None) -> RewardFunc:
+    """See `llm_finetuning.rewards.build_reward`. `code`: for a custom reward, the bytes a run's verification read
+    (`CustomReward`)."""
     fn = str(spec["fn"])
     name = registry.reward_name(fn, index)
     args = dict(spec.get("args") or {})
     if registry.is_custom(fn):
-        return CustomReward(fn, Path(brief_folder), args, name)
+        return CustomReward(fn, Path(brief_folder), args, name, code)
     if fn not in registry.BUILTINS:
         raise ValueError(f"{where}.fn: unknown reward {fn!r}; use one of {', '.join(registry.builtin_names())}, "
                          "or module:function for a custom reward")

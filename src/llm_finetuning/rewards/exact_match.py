@@ -16,12 +16,12 @@ import os
 import re
 import select
 import subprocess
-import sys
 import threading
 import time
 from fractions import Fraction
 from typing import Any
 
+from llm_finetuning.locations import isolated_python
 from llm_finetuning.reward_registry import arg_defaults
 from llm_finetuning.rewards._text import completion_text, prompt_text, remove_echo, strip_think
 from llm_finetuning.rewards.explain import quoted
@@ -231,7 +231,7 @@ class MathVerifyWorker:
 
     def _start(self) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "llm_finetuning.rewards._mathverify_worker"],
+            isolated_python("llm_finetuning.rewards._mathverify_worker"),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True,
         )

@@ -92,3 +92,14 @@ def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
     if start is None:
         return []
     return _closure(start, module, roots, follow=_FOLLOWED)
+
+
+def file_label(path: Path, brief_folder: Path) -> str:
+    """A stable, readable name for a bound file: package-relative, brief-relative, or absolute."""
+    p = path.resolve()
+    for root, prefix in ((_PACKAGE_ROOT, "llm_finetuning/"), (brief_folder.resolve(), "")):
+        try:
+            return prefix + p.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return p.as_posix()

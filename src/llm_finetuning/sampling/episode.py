@@ -23,27 +23,22 @@ function, which every backend's `generate_ids` provides (transformers, vLLM, an 
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief.episode import EpisodeSpec, template_path
 from llm_finetuning.errors import Problem, UnusableInput
 
+if TYPE_CHECKING:
+    from llm_finetuning.rewards.code import VerifiedCode
+
 # One generated turn: (new token ids up to and including EOS, whether it ended on EOS).
 Generate = Callable[[list[list[int]], int], list[tuple[list[int], bool]]]
-
-
-def _import(ref: str, folder: Path) -> Any:
-    module, _, name = ref.partition(":")
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-    return getattr(importlib.import_module(module), name)
 
 
 @dataclass
@@ -133,47 +128,54 @@ class Toolbox:
         return self.open()[1]
 
 
-def load_toolbox(spec: EpisodeSpec, folder: Path) -> Toolbox:
-    """Import the brief's tools or environment (user code), each call under `episode.tool_timeout_s`; the
-    calls that pass it are counted in the toolbox's `hung`."""
+def load_toolbox(spec: EpisodeSpec, folder: Path, code: VerifiedCode | None = None) -> Toolbox:
+    """The brief's tools or environment, run in the process's confined child (`sandbox.project_code`) from the
+    source bytes read here (with `code`, those a run's verification read), each call under
+    `episode.tool_timeout_s`; the calls that pass it are counted in the toolbox's `hung`."""
+    from llm_finetuning.rewards.code import module_sources
+    from llm_finetuning.sandbox.project_code import confined_environment, confined_tool
+
+    def modules(ref: str) -> dict[str, dict[str, Any]]:
+        return code.modules(ref, folder) if code is not None else module_sources(ref, folder)
+
     hung = HungCalls(spec.tool_timeout_s)
-    tools = [timed(_import(ref, folder), spec.tool_timeout_s, hung) for ref in spec.tools]
-    env = (timed_environment(_import(spec.environment, folder), spec.tool_timeout_s, hung) if spec.environment
-           else None)
+    tools = [timed(confined_tool(ref, modules(ref)), spec.tool_timeout_s, hung) for ref in spec.tools]
+    env = (timed_environment(confined_environment(spec.environment, modules(spec.environment)), spec.tool_timeout_s,
+                             hung) if spec.environment else None)
     return Toolbox(tools, env, hung)
 
 
 def tool_schema_problems(spec: EpisodeSpec, folder: Path) -> list[Problem]:
-    """Every tool that does not import or yields no JSON schema (transformers' `get_json_schema`)."""
-    from transformers.utils.chat_template_utils import get_json_schema
+    """Every tool that does not import or yields no JSON schema (transformers' `get_json_schema`), each loaded
+    in the confined child as training loads it."""
+    from llm_finetuning.rewards.code import CodeNotFound, module_sources
+    from llm_finetuning.sandbox.project_code import (
+        ConfinementUnavailable,
+        ProjectCodeError,
+        ShapeError,
+        confined_environment,
+        confined_tool,
+    )
 
     problems: list[Problem] = []
     for path, ref in spec.code_refs():
         try:
-            obj = _import(ref, folder)
-        except Exception as exc:  # noqa: BLE001 - any import failure is the brief's problem to fix
-            problems.append(Problem("tool_import", path, f"{ref} does not import: {type(exc).__name__}: {exc}",
+            if path == "episode.environment":
+                confined_environment(ref, module_sources(ref, folder))
+            else:
+                confined_tool(ref, module_sources(ref, folder))
+        except ConfinementUnavailable as exc:
+            return problems + exc.problems
+        except CodeNotFound as exc:
+            problems.append(Problem("tool_import", path, f"{ref} does not import: {exc.problems[0].message}",
+                                    "put the module next to the brief and check the names"))
+        except ShapeError as exc:
+            problems.append(Problem("tool_schema", path, str(exc),
+                                    "type every argument and document it in a Google-style `Args:` section; an "
+                                    "environment is `class Env:` with `def reset(self, **row)` and tool methods"))
+        except ProjectCodeError as exc:
+            problems.append(Problem("tool_import", path, f"{ref} does not import: {exc.kind}: {exc}",
                                     "run `python -c 'import MODULE'` next to the brief and fix what it says"))
-            continue
-        if path == "episode.environment":
-            if not inspect.isclass(obj) or not callable(getattr(obj, "reset", None)):
-                problems.append(Problem("tool_schema", path, f"{ref} is not a class with a reset() method",
-                                        "define `class Env:` with `def reset(self, **row)` and tool methods"))
-                continue
-            funcs = [(f"{path} method {n}", f) for n, f in inspect.getmembers(obj, predicate=inspect.isfunction)
-                     if n not in ("reset", "get_reward") and not n.startswith("_")]
-            if not funcs:
-                problems.append(Problem("tool_schema", path, f"{ref} has no public method to call as a tool",
-                                        "add a typed, documented method"))
-        else:
-            funcs = [(path, obj)]
-        for where, func in funcs:
-            try:
-                get_json_schema(func)
-            except Exception as exc:  # noqa: BLE001 - transformers raises several kinds here
-                problems.append(Problem("tool_schema", where, f"{ref}: no JSON schema from its signature and "
-                                        f"docstring: {exc}",
-                                        "type every argument and document it in a Google-style `Args:` section"))
     return problems
 
 
