@@ -93,9 +93,10 @@ LAYERS: dict[str, set[str]] = {
         "sampling",  # evaluation samples the trained model with the baseline's settings
         "rundir",  # the run's checkpoints, final model, end step, manifest and evaluation files
     },
-    # launch -> rewards is taken by the run directory's rendered rewards_entry.py (which imports
-    # rewards.build_reward), not by launch's own modules.
     "launch": {
+        # the trainer builds the brief's rewards from the verified brief and runs custom reward, tool and
+        # environment code from the bytes verification read (rewards.code), never from the writable run folder
+        "rewards.build", "rewards.code",
         "brief", "models", "vllm_support", "cputhreads",
         "gate",  # launch re-verifies the gate before it trains
         "diagnose",  # a detached run's status names its last finding

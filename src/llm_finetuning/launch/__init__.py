@@ -31,6 +31,7 @@ from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
 if TYPE_CHECKING:
     from llm_finetuning.gate.result import GateReport
+    from llm_finetuning.rewards.code import VerifiedCode
 
 
 class LaunchRefused(ProblemError):
@@ -53,6 +54,9 @@ class VerifiedRun:
     manifest: dict[str, Any]
     brief: Brief
     warnings: list[Problem] = field(default_factory=list)
+    # the custom reward, tool and environment source bytes read here and checked against the sha256 the run's
+    # records bind: the trainer runs these bytes, whatever the files hold later
+    code: VerifiedCode | None = None
 
     @property
     def topology(self) -> Topology:
@@ -123,7 +127,47 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
     vllm = vllm_problem(brief.hardware.generation)
     if vllm and check_backend:
         raise LaunchRefused([vllm], EXIT_UNUSABLE)
-    return VerifiedRun(run_dir, manifest, brief, [replace(vllm, severity=Severity.WARNING)] if vllm else [])
+    return VerifiedRun(run_dir, manifest, brief, [replace(vllm, severity=Severity.WARNING)] if vllm else [],
+                       verified_code(brief, run_dir, manifest))
+
+
+def verified_code(brief: Brief, run_dir: Path, manifest: dict[str, Any]) -> VerifiedCode:
+    """The brief's custom reward, tool and environment code, read now and refused (LaunchRefused) where its bytes
+    are not those the run's records bind: what the trainer runs (`rewards.code.VerifiedCode`)."""
+    from llm_finetuning import reward_registry as registry
+    from llm_finetuning.rewards.code import CodeChanged, VerifiedCode
+
+    refs = [r.fn for r in brief.rewards if registry.is_custom(r.fn)]
+    refs += [ref for _, ref in brief.episode.code_refs()] if brief.episode is not None else []
+    try:
+        return VerifiedCode.read(refs, brief.folder, bound_code_sha256(run_dir, manifest))
+    except CodeChanged as exc:
+        raise LaunchRefused(exc.problems, why="its reward or tool code changed during verification") from None
+
+
+def bound_code_sha256(run_dir: Path, manifest: dict[str, Any]) -> dict[str, str]:
+    """File label -> sha256 of every reward, tool and environment source file the run's records bind (the
+    inspection record's bindings, else the baseline's), read from record bytes whose sha256 is the manifest's."""
+    import json
+
+    from llm_finetuning.fileio import sha256_bytes
+
+    records = manifest.get("records", {})
+    for key in ("inspection", "baseline"):
+        rec = records.get(key)
+        if not isinstance(rec, dict):
+            continue
+        path = (run_dir / rec["path"]).resolve()
+        data = path.read_bytes()
+        if sha256_bytes(data) != rec.get("sha256"):
+            raise LaunchRefused([Problem("record_changed", f"records.{key}", f"{path} changed after rendering.",
+                                         "run `finetune gate` and render again")])
+        bindings = json.loads(data).get("bindings") or {}
+        code: dict[str, str] = {}
+        for bound in [*(bindings.get("rewards") or []), bindings.get("episode") or {}]:
+            code.update({str(k): str(v) for k, v in (bound.get("code") or {}).items()})
+        return code
+    return {}
 
 
 def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:

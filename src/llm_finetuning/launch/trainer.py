@@ -16,7 +16,6 @@ happens inside `process_state_for_training`, which puts all of it back.
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ from llm_finetuning.brief import Brief, DataSpec
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.errors import EXIT_REJECTED, EXIT_UNUSABLE, Problem, UnusableInput
-from llm_finetuning.fileio import atomic_write_text, compiled_from_source, replace_folder
+from llm_finetuning.fileio import atomic_write_text, replace_folder
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.launch.trl_private import presize_static_cache
 from llm_finetuning.rundir import (
@@ -51,6 +50,7 @@ from llm_finetuning.rundir.checkpoints import (
 
 if TYPE_CHECKING:
     from llm_finetuning.evaluation.during import HeldOutEvaluator
+    from llm_finetuning.rewards.code import VerifiedCode
 
 
 @dataclass
@@ -225,7 +225,7 @@ def _load_tokenizer(resolved: Any) -> Any:
     return tok
 
 
-def _episode_kwargs(brief: Brief, tokenizer: Any) -> dict[str, Any]:
+def _episode_kwargs(brief: Brief, tokenizer: Any, code: VerifiedCode | None) -> dict[str, Any]:
     """GRPOTrainer's tools= or environment_factory= for a tool-use brief ({} without one), each tool call
     under episode.tool_timeout_s; the tokenizer gets the brief's chat template and TRL's response parser,
     exactly as sampling gave them (`sampling.episode`)."""
@@ -239,21 +239,22 @@ def _episode_kwargs(brief: Brief, tokenizer: Any) -> dict[str, Any]:
         prepare_tokenizer(tokenizer, spec, brief.folder)
     except UnusableInput as exc:
         raise LaunchRefused([exc.problem], EXIT_UNUSABLE) from None
-    box = load_toolbox(spec, brief.folder)
+    box = load_toolbox(spec, brief.folder, code)
     return {"tools": box.tools or None, "environment_factory": box.environment}
 
 
 def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[str] | None = None,
-          progress: bool = True) -> TrainOutcome:
+          progress: bool = True, code: VerifiedCode | None = None) -> TrainOutcome:
     """Train the verified run in `run_dir` in this process (one of several under accelerate, or alone); the
-    process is as it was once this returns (`process_state_for_training`)."""
+    process is as it was once this returns (`process_state_for_training`). `code`: the reward, tool and
+    environment source bytes the verification read (`VerifiedRun.code`); they run in a confined child."""
     run_dir = Path(run_dir).resolve()
     with process_state_for_training(run_dir, brief.folder) as stop:
         script_args, training_args, model_args, dataset_args = _parse_grpo_config(extra_args)
         output_dir = _set_up_outputs(training_args, run_dir)
         checkpoint = _start_or_resume(run_dir, output_dir, resume)
         trainer = _build_trainer(brief, run_dir, stop, progress, script_args, training_args, model_args,
-                                 dataset_args)
+                                 dataset_args, code)
         stop.install()  # kept through the final save: a signal then is deferred, not a kill mid-write
         finished, final_model = _train_and_save(trainer, stop, checkpoint, run_dir)
     last = last_complete_checkpoint(output_dir)
@@ -313,7 +314,7 @@ def _start_or_resume(run_dir: Path, output_dir: Path, resume: bool) -> Path | No
 
 
 def _build_trainer(brief: Brief, run_dir: Path, stop: StopFlag, progress: bool, script_args: Any,
-                   training_args: Any, model_args: Any, dataset_args: Any) -> Any:
+                   training_args: Any, model_args: Any, dataset_args: Any, code: VerifiedCode | None) -> Any:
     """TRL's GRPOTrainer for the run: its model, rewards, data, tools and our callbacks, decoding compiled where
     the run renders a static cache, and transformers' own progress printing replaced by ours."""
     import torch
@@ -324,10 +325,10 @@ def _build_trainer(brief: Brief, run_dir: Path, stop: StopFlag, progress: bool, 
 
     model_path, resolved = _resolve_model(brief)
     training_args.model_init_kwargs = _model_init_kwargs(training_args, model_args, model_path, resolved)
-    reward_funcs = _import_reward_funcs(script_args.reward_funcs or [])
+    reward_funcs = _reward_funcs(brief, code)
     tokenizer = _load_tokenizer(resolved)
     dataset = _training_dataset(brief, script_args, dataset_args, tokenizer)
-    episode_kwargs = _episode_kwargs(brief, tokenizer)
+    episode_kwargs = _episode_kwargs(brief, tokenizer, code)
     trainer = GRPOTrainer(
         model=model_path,
         reward_funcs=reward_funcs,
@@ -364,15 +365,16 @@ def _model_init_kwargs(training_args: Any, model_args: Any, model_path: str, res
     return kwargs
 
 
-def _import_reward_funcs(refs: list[str]) -> list[Any]:
-    """grpo_config.yaml's reward_funcs (`module.attr`), imported as verified against a fresh render: compiled
-    from their source, not from a .pyc beside it."""
-    funcs = []
-    with compiled_from_source():
-        for ref in refs:
-            module, _, attr = ref.rpartition(".")
-            funcs.append(getattr(importlib.import_module(module), attr))
-    return funcs
+def _reward_funcs(brief: Brief, code: VerifiedCode | None) -> list[Any]:
+    """The brief's rewards as rewards_entry.py builds them (verified equal to a fresh render), built here from
+    the verified brief rather than imported from the run folder, which stays writable after verification; a
+    custom reward runs confined, from the source bytes the verification read (`rewards.build.CustomReward`)."""
+    from llm_finetuning.rewards.build import build_reward
+
+    return [build_reward(spec.as_mapping(), brief.folder, spec.occurrence,
+                         max_completion_length=brief.grpo.max_completion_length, where=f"rewards[{i}]",
+                         code=code)
+            for i, spec in enumerate(brief.rewards)]
 
 
 def _training_dataset(brief: Brief, script_args: Any, dataset_args: Any, tokenizer: Any) -> Any:

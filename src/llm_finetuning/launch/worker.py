@@ -24,7 +24,8 @@ def run_worker(run: VerifiedRun, resume: bool, extra_args: list[str], progress: 
     try:
         from llm_finetuning.launch.trainer import train
 
-        outcome = train(run.run_dir, run.brief, resume=resume, extra_args=extra_args, progress=progress)
+        outcome = train(run.run_dir, run.brief, resume=resume, extra_args=extra_args, progress=progress,
+                        code=run.code)
     except LaunchRefused as exc:
         print(render_problems(exc.problems, header=exc.header(run.run_dir)), file=sys.stderr)
         return exc.exit_code

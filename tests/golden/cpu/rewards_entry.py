@@ -2,7 +2,8 @@
 
 Do not edit: `finetune launch` refuses a rendered file whose sha256 differs from manifest.json.
 grpo_config.yaml names each callable below by import path (`rewards_entry.<name>`): TRL's grpo script
-puts the working directory on sys.path, and launch.sh puts this directory on PYTHONPATH.
+puts the working directory on sys.path. `finetune launch` and launch.sh do not import this file: they build
+the same rewards from the verified brief, and a custom reward runs in a confined child (docs/security.md).
 """
 
 import json

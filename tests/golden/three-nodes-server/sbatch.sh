@@ -12,7 +12,7 @@
 set -euo pipefail
 RUN_DIR="$PWD"  # sbatch runs a copy of this script: submit from this directory (or with --chdir)
 cd "$RUN_DIR"
-export PYTHONPATH="$RUN_DIR${PYTHONPATH:+:$PYTHONPATH}"  # rewards_entry.py is imported from here
+export PYTHONSAFEPATH=1  # python -m never puts the run folder (writable) first on sys.path: nothing is imported from it
 PYTHON="${PYTHON:-python}"
 
 wait_for_server() {  # URL PID: poll the server's /health endpoint until it answers

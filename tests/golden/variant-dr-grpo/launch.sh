@@ -6,7 +6,7 @@
 set -euo pipefail
 RUN_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$RUN_DIR"
-export PYTHONPATH="$RUN_DIR${PYTHONPATH:+:$PYTHONPATH}"  # rewards_entry.py is imported from here
+export PYTHONSAFEPATH=1  # python -m never puts the run folder (writable) first on sys.path: nothing is imported from it
 PYTHON="${PYTHON:-python}"
 
 accelerate launch --config_file accelerate.yaml \
