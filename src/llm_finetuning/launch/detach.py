@@ -33,7 +33,6 @@ from typing import Any
 
 from llm_finetuning.errors import Problem, TextEnum, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
-from llm_finetuning.locations import isolated_python
 from llm_finetuning.rundir import CHECKPOINTS, GRPO_CONFIG, LAUNCH_EXIT, LAUNCH_LOG, LAUNCH_PID, LAUNCH_SCRIPT
 from llm_finetuning.rundir.checkpoints import last_complete_checkpoint, start_problem
 from llm_finetuning.rundir.manifest import load_manifest
@@ -186,14 +185,14 @@ def start_detached(run_dir: Path, resume: bool) -> dict[str, Any]:
     """Start `finetune launch RUN_DIR [--resume]` under a supervisor in its own session; write launch.pid
     and return it. The caller has verified the run and checked that nothing runs there."""
     run_dir = Path(run_dir).resolve()
-    command = [*isolated_python("llm_finetuning.cli"), "launch", str(run_dir), *(["--resume"] if resume else [])]
+    command = [sys.executable, "-I", "-m", "llm_finetuning.cli", "launch", str(run_dir), *(["--resume"] if resume else [])]
     log_path = run_dir / LAUNCH_LOG
     (run_dir / LAUNCH_EXIT).unlink(missing_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(log_path, "ab") as log:
         log.write(f"\n{_LOG_HEADER} {utc_now()}: {shlex.join(command)}\n".encode())
         log.flush()
-        proc = subprocess.Popen([*isolated_python("llm_finetuning.launch.detach"), str(run_dir), "--", *command],
+        proc = subprocess.Popen([sys.executable, "-I", "-m", "llm_finetuning.launch.detach", str(run_dir), "--", *command],
                                 cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True)
     record = {

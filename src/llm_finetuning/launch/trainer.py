@@ -225,7 +225,7 @@ def _load_tokenizer(resolved: Any) -> Any:
     return tok
 
 
-def _episode_kwargs(brief: Brief, tokenizer: Any, code: VerifiedCode | None) -> dict[str, Any]:
+def _episode_kwargs(brief: Brief, tokenizer: Any, code: VerifiedCode | None = None) -> dict[str, Any]:
     """GRPOTrainer's tools= or environment_factory= for a tool-use brief ({} without one), each tool call
     under episode.tool_timeout_s; the tokenizer gets the brief's chat template and TRL's response parser,
     exactly as sampling gave them (`sampling.episode`)."""
