@@ -164,7 +164,8 @@ def test_the_agents_reward_reaches_no_key_from_its_chat_nor_from_the_persons_sco
     keys = reviewer_keys(tmp_path)
     rows = chat.project / "rows.jsonl"
     rows.write_text(json.dumps({"prompt": "p", "completion": '{"name": "Ann", "age": 3}', "name": "Ann", "age": 3}) + "\n")
-    os.environ["LLM_FINETUNING_KEY_DIR"] = str(keys)
+    session_keys = os.environ.get("LLM_FINETUNING_KEY_DIR")
+    os.environ["LLM_FINETUNING_KEY_DIR"] = str(keys)  # the chat's and protect's environment (base_env)
     try:
         assert chat.finetune("protect", "--project", str(chat.project)).returncode == 0
         brief = chat.project / "brief.yaml"
@@ -186,7 +187,10 @@ def test_the_agents_reward_reaches_no_key_from_its_chat_nor_from_the_persons_sco
         assert done.returncode == 0, done.stdout + done.stderr
         assert json.loads(done.stdout)["rows"][0]["rewards"]["evil:score"] == 0.5
     finally:
-        os.environ.pop("LLM_FINETUNING_KEY_DIR", None)
+        if session_keys is None:
+            os.environ.pop("LLM_FINETUNING_KEY_DIR", None)
+        else:
+            os.environ["LLM_FINETUNING_KEY_DIR"] = session_keys
     assert SECRET not in result.transcript.everything_sent() and SECRET not in done.stdout + done.stderr
     # the agent's own run wrote what it found into the project (its sandbox lets it): nothing of the key
     assert (chat.project / "leak.txt").read_text() == "nothing"
