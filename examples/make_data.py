@@ -69,6 +69,33 @@ def main() -> None:
     write_inventory(random.Random(39))
 
 
+# One worked episode before the question: the 135M model copies a call it has seen far more often than it
+# follows the template's description of the tools alone (docs/sampling.md, Episodes, has the figures).
+def _worked(a: int, b: int) -> list[dict]:
+    return [{"role": "user", "content": f"What is {a} * {b}?"},
+            {"role": "assistant", "content": "",
+             "tool_calls": [{"type": "function", "function": {"name": "multiply", "arguments": {"a": a, "b": b}}}]},
+            {"role": "tool", "name": "multiply", "content": str(a * b)},
+            {"role": "assistant", "content": str(a * b)}]
+
+
+CALCULATOR_SHOT = ([{"role": "system", "content": "You compute with tools, then reply with the number alone."}]
+                   + _worked(12, 34) + _worked(57, 21) + _worked(83, 46))
+
+
+def write_calculator(rng: random.Random) -> None:
+    """Distinct two-digit products, each row with the multiply call it expects (either argument order)."""
+    pairs = rng.sample([(a, b) for a in range(11, 100) for b in range(a, 100)], 512 + 64)
+    rows = [{"prompt": CALCULATOR_SHOT + [{"role": "user", "content": f"What is {a} * {b}?"}],
+             "answer": str(a * b),
+             "expected_calls": [{"name": "multiply", "arguments": {
+                 "type": "object", "required": ["a", "b"],
+                 "properties": {"a": {"enum": [a, b]}, "b": {"enum": [a, b]}}}}]}
+            for a, b in pairs]
+    write_jsonl(HERE / "calculator-tools/data/train.jsonl", rows[:512])
+    write_jsonl(HERE / "calculator-tools/data/eval.jsonl", rows[512:])
+
+
 # Worked episodes before the question, each a lookup of an item no question names. With none, the 135M model never
 # calls a tool (0 of 64 episodes on CPU); one shelf lookup alone, it answered without calling (0 of 512 on an H200).
 # INVENTORY_DEMOS lists designs from fewest successes expected to most (bench/inventory_tools_gpu.py measures each
