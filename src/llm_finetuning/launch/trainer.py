@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 class TrainOutcome:
     global_step: int
     max_steps: int
-    stopped_by: str | None  # signal name when a signal ended the run early
+    stopped_by: str | None  # signal name when a signal ended the run early; "stop.request" for `finetune stop`'s file
     checkpoint: str | None  # last committed checkpoint
     final_model: str | None
 
