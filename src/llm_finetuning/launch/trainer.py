@@ -270,10 +270,30 @@ def _parse_grpo_config(extra_args: list[str] | None) -> tuple[Any, Any, Any, Any
     (script_args, training_args, model_args, dataset_args)."""
     from trl.scripts.grpo import make_parser
 
-    argv = ["--config", GRPO_CONFIG, *(extra_args or [])]
+    argv = ["--config", GRPO_CONFIG, *_activation_checkpointing_args(), *(extra_args or [])]
     script_args, training_args, model_args, dataset_args, _rest = make_parser().parse_args_and_config(
         argv, return_remaining_strings=True)
     return script_args, training_args, model_args, dataset_args
+
+
+def _activation_checkpointing_args() -> list[str]:
+    """transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing` and warns (FutureWarning)
+    whenever only the old name is set, which TRL 1.16's GRPOConfig does (its default is True) and which
+    grpo_config.yaml renders, so that older transformers (5.17 on the GPU machine) still read it. Where the new
+    field exists, the rendered value (or TRL's default) is passed under the new name too: the same setting, and
+    transformers then mirrors it into the old name without a warning. Empty where the new field does not exist."""
+    import dataclasses
+
+    import yaml
+    from transformers import TrainingArguments
+    from trl import GRPOConfig
+
+    if "activation_checkpointing" not in {f.name for f in dataclasses.fields(TrainingArguments)}:
+        return []
+    config = yaml.safe_load(Path(GRPO_CONFIG).read_text(encoding="utf-8")) or {}
+    default = next(f.default for f in dataclasses.fields(GRPOConfig) if f.name == "gradient_checkpointing")
+    value = config.get("gradient_checkpointing", default)
+    return [] if value is None else ["--activation_checkpointing", "true" if value else "false"]
 
 
 def _set_up_outputs(training_args: Any, run_dir: Path) -> Path:
