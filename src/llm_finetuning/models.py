@@ -240,9 +240,21 @@ def resolve_model(model: ModelRef, brief_folder: Path | None = None) -> Resolved
     if gguf:
         digest = sha256_bytes(identity.encode())[:12]
         out = cache_root() / "models" / f"{_slug(mid.replace('/', '--'))}-{_slug(Path(str(gguf)).stem)}-{digest}"
+        if not (out / SOURCE_MARKER).is_file():
+            _fail_if_unreachable(ResolvedModel(mid, str(gguf), revision, identity, False, mid))
         _ensure_dequantised(mid, str(gguf), revision, out, identity)
         return ResolvedModel(str(out), None, None, identity, True, mid)
     return ResolvedModel(mid, None, revision, identity, False, mid)
+
+
+def _fail_if_unreachable(resolved: ResolvedModel) -> None:
+    """UnusableInput now, before transformers is imported, for a hub model neither cached nor reachable
+    (`hubcache`): huggingface_hub would retry the connection for about a minute first."""
+    from llm_finetuning.hubcache import unreachable_model
+
+    problem = None if resolved.is_local else unreachable_model(resolved.path, resolved.gguf_file)
+    if problem is not None:
+        raise UnusableInput(problem.message, problem.fix, problem.path)
 
 
 def _note(message: str) -> None:
@@ -335,6 +347,7 @@ def _model_files_available(resolved: ResolvedModel) -> Iterator[None]:
 
 def load_tokenizer(resolved: ResolvedModel) -> Any:
     """The model's tokenizer, with a pad token (the EOS token when the model defines none)."""
+    _fail_if_unreachable(resolved)
     from transformers import AutoTokenizer
 
     with _model_files_available(resolved):
@@ -346,6 +359,7 @@ def load_tokenizer(resolved: ResolvedModel) -> Any:
 
 def load_model(resolved: ResolvedModel, dtype: str = "bfloat16", device: str | None = None) -> Any:
     """The causal LM in `dtype` on `device` (default: CUDA when present, else CPU), in eval mode."""
+    _fail_if_unreachable(resolved)
     import torch
     from transformers import AutoModelForCausalLM
 
