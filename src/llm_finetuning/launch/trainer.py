@@ -22,6 +22,7 @@ import os
 import shutil
 import signal
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,6 +82,8 @@ class StopFlag:
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# TRL's own uses of transformers' deprecated names around generation, not ours: see `train`
+TRL_DEPRECATED_USES = r"`(is_gradient_checkpointing|gradient_checkpointing_enable|gradient_checkpointing_disable)` is deprecated"
 REWARDS_MODULE = "rewards_entry"  # the rendered rewards_entry.py, imported by grpo_config.yaml's reward_funcs
 
 
@@ -248,7 +251,12 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
     """Train the verified run in `run_dir` in this process (one of several under accelerate, or alone); the
     process is as it was once this returns (`process_state_for_training`)."""
     run_dir = Path(run_dir).resolve()
-    with process_state_for_training(run_dir, brief.folder) as stop:
+    with process_state_for_training(run_dir, brief.folder) as stop, warnings.catch_warnings():
+        # TRL 1.16 reads `model.is_gradient_checkpointing` and calls `gradient_checkpointing_disable/enable` around
+        # every generation (trl/models/utils.py), names transformers 5.2x deprecated for `activation_*`; the run
+        # passes nothing deprecated itself (`_activation_checkpointing_args`), so only these warnings, inside this
+        # run, are left out.
+        warnings.filterwarnings("ignore", message=TRL_DEPRECATED_USES, category=FutureWarning)
         script_args, training_args, model_args, dataset_args = _parse_grpo_config(extra_args)
         output_dir = _set_up_outputs(training_args, run_dir)
         checkpoint = _start_or_resume(run_dir, output_dir, resume)
