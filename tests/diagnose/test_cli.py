@@ -233,3 +233,18 @@ def test_the_text_report_says_what_each_brief_edit_costs(tmp_path: Path) -> None
     data = json.loads(invoke(str(run), "--json")[1])
     [f] = [f for f in data["findings"] if f["id"] == "entropy_collapse"]
     assert (f["kind"], f["edit_cost"]) == ("training", "keeps the records: gate, render and launch again")
+
+
+def test_the_context_reads_the_briefs_baseline_and_reward_range(tmp_path: Path) -> None:
+    """What the all-fail fix and the plot's band read: the baseline record's pass@k and k, and the total's range."""
+    import shutil
+
+    from llm_finetuning.diagnose.context import load_context
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "smollm2-json"
+    shutil.copytree(example, tmp_path / "brief")
+    recorded = json.loads((tmp_path / "brief" / "records" / "baseline.json").read_text())
+    (tmp_path / "run").mkdir()
+    ctx = load_context(tmp_path / "run", brief=tmp_path / "brief" / "brief.yaml")
+    assert (ctx.base_pass_at_k, ctx.base_k) == (recorded["pass_at_k"], recorded["k"])
+    assert ctx.reward_range is None  # a custom reward: its range is unknown, the band is drawn unclipped
