@@ -130,6 +130,24 @@ def test_the_runs_lock_decides_from_any_pid_namespace(tmp_path: Path, model: Pat
     assert json.loads(_in_another_pid_namespace("status", str(run), "--json").stdout)["state"] == "not_started"
 
 
+def test_a_worker_started_by_hand_is_refused_while_a_launch_holds_the_lock(tmp_path: Path, model: Path) -> None:
+    """`accelerate launch -m llm_finetuning.launch.worker RUN_DIR` (or launch.sh) by hand: rank 0 asks the lock."""
+    run = _rendered(tmp_path, model, max_steps=4)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from llm_finetuning.launch.runlock import claim\n"
+         "lock = claim(sys.argv[1]); print('held', flush=True); time.sleep(600)", str(run)],
+        stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        worker = subprocess.run([sys.executable, "-m", "llm_finetuning.launch.worker", str(run)], capture_output=True,
+                                text=True, env=child_env(), timeout=300)
+        assert worker.returncode == 1 and f"{run.resolve()} is already training" in worker.stderr, worker.stderr
+        assert not (run / "metrics.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 @pytest.mark.slow
 def test_detached_run_outlives_the_shell_that_started_it(tmp_path: Path, model: Path) -> None:
     run = _rendered(tmp_path, model, max_steps=4, save_steps=2)
