@@ -241,18 +241,24 @@ def resolve_model(model: ModelRef, brief_folder: Path | None = None) -> Resolved
         digest = sha256_bytes(identity.encode())[:12]
         out = cache_root() / "models" / f"{_slug(mid.replace('/', '--'))}-{_slug(Path(str(gguf)).stem)}-{digest}"
         if not (out / SOURCE_MARKER).is_file():
-            _fail_if_unreachable(ResolvedModel(mid, str(gguf), revision, identity, False, mid))
+            require_reachable(ResolvedModel(mid, str(gguf), revision, identity, False, mid))
         _ensure_dequantised(mid, str(gguf), revision, out, identity)
         return ResolvedModel(str(out), None, None, identity, True, mid)
     return ResolvedModel(mid, None, revision, identity, False, mid)
 
 
-def _fail_if_unreachable(resolved: ResolvedModel) -> None:
+def require_reachable(model: ResolvedModel | ModelRef, brief_folder: Path | None = None) -> None:
     """UnusableInput now, before transformers is imported, for a hub model neither cached nor reachable
-    (`hubcache`): huggingface_hub would retry the connection for about a minute first."""
+    (`hubcache`): huggingface_hub would retry the connection for about a minute first. A local or embedded
+    model, and a hub GGUF (dequantised once into this product's cache), are not asked about."""
     from llm_finetuning.hubcache import unreachable_model
 
-    problem = None if resolved.is_local else unreachable_model(resolved.path, resolved.gguf_file)
+    if isinstance(model, ResolvedModel):
+        name, gguf, local = model.path, model.gguf_file, model.is_local
+    else:
+        name, gguf = model.id, model.gguf_file
+        local = name.startswith(EMBEDDED_PREFIX) or _is_local(name, brief_folder) or bool(gguf)
+    problem = None if local else unreachable_model(name, gguf)
     if problem is not None:
         raise UnusableInput(problem.message, problem.fix, problem.path)
 
@@ -347,7 +353,7 @@ def _model_files_available(resolved: ResolvedModel) -> Iterator[None]:
 
 def load_tokenizer(resolved: ResolvedModel) -> Any:
     """The model's tokenizer, with a pad token (the EOS token when the model defines none)."""
-    _fail_if_unreachable(resolved)
+    require_reachable(resolved)
     from transformers import AutoTokenizer
 
     with _model_files_available(resolved):
@@ -359,7 +365,7 @@ def load_tokenizer(resolved: ResolvedModel) -> Any:
 
 def load_model(resolved: ResolvedModel, dtype: str = "bfloat16", device: str | None = None) -> Any:
     """The causal LM in `dtype` on `device` (default: CUDA when present, else CPU), in eval mode."""
-    _fail_if_unreachable(resolved)
+    require_reachable(resolved)
     import torch
     from transformers import AutoModelForCausalLM
 

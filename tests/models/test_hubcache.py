@@ -44,6 +44,14 @@ def test_check_notes_an_uncached_hub_model_offline_and_loading_stops_at_once(tmp
     assert time.monotonic() - started < 5 and refused.value.path == "model.id" and "hf download" in refused.value.fix
 
 
+def test_baseline_stops_before_loading_anything(tmp_path: Path, hub_cache: Path) -> None:
+    out = CliRunner().invoke(cli, ["baseline", str(_brief(tmp_path, "someorg/not-here")), "--prompts", "1", "--k", "1"])
+    assert out.exit_code == 2, out.output
+    assert out.stderr.startswith("error: model.id: the hub model 'someorg/not-here' is not in the local Hugging Face "
+                                 "cache"), out.stderr
+    assert "Loading" not in out.stderr  # no backend started: nothing was loaded or retried
+
+
 def test_a_cached_hub_model_is_not_noted(tmp_path: Path, hub_cache: Path) -> None:
     snapshot = hub_cache / "models--someorg--here" / "snapshots" / "0123abc"
     snapshot.mkdir(parents=True)

@@ -92,8 +92,10 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
     `indices` (rows of the split), `settings` and `system_prompt` ("" for none; None: the brief's) replace
     what the brief would choose: `finetune eval` samples the trained model on the baseline's prompts with the baseline's settings.
     """
-    from llm_finetuning.models import model_identity, resolve_model
+    from llm_finetuning.models import model_identity, require_reachable, resolve_model
 
+    if not endpoint:  # before torch is imported: a hub model neither cached nor reachable stops here
+        require_reachable(brief.model, brief.folder)
     chosen = choose_backend(backend, endpoint, vllm_installed(), cuda_available() if not endpoint else False)
     data_split = load_split(brief, split)
     require_columns(brief.data, brief.rewards, data_split.rows, f"{data_split.yaml_path} ({data_split.source})")
