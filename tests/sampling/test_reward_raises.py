@@ -29,11 +29,13 @@ def picky(prompts, completions, **columns):
 
 
 def _with_raising_reward(brief_path: Path, always: bool = False) -> Path:
+    """The brief with the raising reward added. Its module name is its own: custom rewards are imported by
+    module name, so another test's `my_reward` in this process would shadow it."""
     folder = brief_path.parent
     source = RAISING.replace('text == "boom"', "True") if always else RAISING
-    (folder / "my_reward.py").write_text(source)
+    (folder / "picky_reward.py").write_text(source)
     data = yaml.safe_load(brief_path.read_text())
-    data["rewards"].append({"fn": "my_reward:picky", "weight": 0.0})
+    data["rewards"].append({"fn": "picky_reward:picky", "weight": 0.0})
     brief_path.write_text(yaml.safe_dump(data, sort_keys=False))
     return brief_path
 
@@ -47,8 +49,8 @@ def test_score_names_the_reward_the_row_and_the_exception(tmp_path: Path, tiny_p
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("error: rewards[1]: reward my_reward:picky raised NameError: name 'undefined_helper' "
-                           "is not defined on row 2, at my_reward.py:7 Fix: fix my_reward:picky (my_reward.py:7)"), line
+    assert line.startswith("error: rewards[1]: reward picky_reward:picky raised NameError: name 'undefined_helper' "
+                           "is not defined on row 2, at picky_reward.py:7 Fix: fix picky_reward:picky (picky_reward.py:7)"), line
     as_json = CliRunner().invoke(cli, ["score", str(brief), "--completions", str(rows), "--json"])
     problem = json.loads(as_json.stdout)["problems"][0]
     assert as_json.exit_code == 2 and (problem["id"], problem["path"]) == ("reward_raised", "rewards[1]")
@@ -72,8 +74,8 @@ def test_inspect_reports_it_the_same_way(tiny_person_brief: Path) -> None:
     brief = _with_raising_reward(tiny_person_brief, always=True)
     result = CliRunner().invoke(cli, ["inspect", str(brief), "--samples", "50"])
     assert result.exit_code == 2, result.output
-    assert "rewards[1]: reward my_reward:picky raised NameError" in result.stderr
-    assert "Fix: fix my_reward:picky" in result.stderr
+    assert "rewards[1]: reward picky_reward:picky raised NameError" in result.stderr
+    assert "Fix: fix picky_reward:picky" in result.stderr
 
 
 def test_the_first_batch_apart_samples_what_one_call_samples(tiny_person_brief: Path) -> None:
