@@ -12,8 +12,14 @@ from click.testing import CliRunner
 
 from llm_finetuning.cli import cli
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.hubcache import is_cached, offline_reason, unreachable_model
-from llm_finetuning.models import ModelName, load_tokenizer, resolve_model
+from llm_finetuning.models import (
+    ModelName,
+    is_cached,
+    load_tokenizer,
+    offline_reason,
+    resolve_model,
+    unreachable_model,
+)
 
 
 def _brief(folder: Path, model_id: str) -> Path:

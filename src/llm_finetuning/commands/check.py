@@ -24,9 +24,8 @@ def _note_missing_embedded_model(model_id: str) -> None:
 
 def _note_unreachable_hub_model(brief_folder: Path, model_id: str, gguf_file: str | None) -> None:
     """A valid brief whose hub model is not cached, with the hub out of reach: say so now, not after the
-    first sampling verb has retried the connection for a minute (`hubcache`)."""
-    from llm_finetuning.hubcache import unreachable_model
-    from llm_finetuning.models import EMBEDDED_PREFIX, model_is_local
+    first sampling verb has retried the connection for a minute (`models.unreachable_model`)."""
+    from llm_finetuning.models import EMBEDDED_PREFIX, model_is_local, unreachable_model
 
     if model_id.startswith(EMBEDDED_PREFIX) or model_is_local(model_id, brief_folder):
         return
