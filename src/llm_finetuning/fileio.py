@@ -173,20 +173,24 @@ def read_json_or_none(path: Path | str) -> dict[str, Any] | None:
 
 
 def read_json_object(path: Path | str, what: str, fix: str = "") -> dict[str, Any]:
-    """A JSON object from `path`, or UnusableInput saying why it cannot be read and `fix`: how to write it again."""
+    """A JSON object from `path`, or UnusableInput saying why it cannot be read, with `fix` (what writes the
+    file) or, without one, what to check."""
     path = Path(path)
+    again = fix or f"write {path.name} again with the command that made it, or restore it from version control"
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        raise UnusableInput(f"{what} {path} does not exist", fix, str(path)) from None
+        raise UnusableInput(f"{what} {path} does not exist",
+                            fix or f"check the path: nothing named {path.name} is in {path.parent}", str(path)) from None
     if size > MAX_RECORD_BYTES:
-        raise UnusableInput(f"{what} {path} is {size >> 20} MiB; records are small JSON files", fix, str(path))
+        raise UnusableInput(f"{what} {path} is {size >> 20} MiB; records are small JSON files",
+                            f"point at the {what} itself, not at a data or model file", str(path))
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UnusableInput(f"{what} {path} is not readable JSON ({exc})", fix, str(path)) from None
+        raise UnusableInput(f"{what} {path} is not readable JSON ({exc})", again, str(path)) from None
     if not isinstance(obj, dict):
-        raise UnusableInput(f"{what} {path} holds a {type(obj).__name__}, not a JSON object", fix, str(path))
+        raise UnusableInput(f"{what} {path} holds a {type(obj).__name__}, not a JSON object", again, str(path))
     return obj
 
 

@@ -16,6 +16,24 @@ from typing import Any
 
 # Rewards whose value is computed by code from the completion and the data: a verifiable signal.
 VERIFIERS = ("exact_match", "json_schema", "unit_tests", "tool_call")
+# The values each built-in scores in, [low, high] (a judge's scale is its rubric's: not listed).
+VALUE_RANGES: dict[str, tuple[float, float]] = {"exact_match": (0.0, 1.0), "json_schema": (0.0, 1.0),
+                                                "unit_tests": (0.0, 1.0), "tool_call": (0.0, 1.0),
+                                                "length_penalty": (-1.0, 0.0)}
+
+
+def total_range(weighted: list[tuple[str, float]]) -> tuple[float, float] | None:
+    """The range of a weighted sum of rewards given as (fn, weight); None when one of them has no known range
+    (a custom reward, a judge)."""
+    low = high = 0.0
+    for fn, weight in weighted:
+        if fn not in VALUE_RANGES:
+            return None
+        a, b = (weight * v for v in VALUE_RANGES[fn])
+        low, high = low + min(a, b), high + max(a, b)
+    return low, high
+
+
 # The value of unit_tests' `prepend` that names the row's prompt; any other value names a data column.
 PREPEND_PROMPT = "prompt"
 

@@ -116,6 +116,26 @@ def test_plot_has_five_panels_and_a_real_png(tmp_path: Path) -> None:
     assert image.shape[0] == 1100 and image.shape[1] == 900 and image.std() > 0.05
 
 
+def test_a_short_runs_steps_are_whole_and_the_band_stays_in_the_rewards_range(tmp_path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from llm_finetuning.diagnose.plot import plot_run
+    from llm_finetuning.reward_registry import total_range
+
+    rows = [{**row, "reward": 0.9, "reward_std": 0.3} for row in synth.healthy()[:3]]
+    traj = load_trajectory(synth.write_run(tmp_path / "run", rows))
+    assert traj.steps == [1, 2, 3]
+    one_zero_one = total_range([("exact_match", 1.0)])
+    assert one_zero_one == (0.0, 1.0) and total_range([("my:reward", 1.0)]) is None
+    fig = plot_run(traj, [], reward_range=one_zero_one)
+    FigureCanvasAgg(fig).draw()
+    ticks = [t for t in fig.axes[-1].get_xticks() if 1 <= t <= 3]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    [band] = fig.axes[0].collections
+    top = max(y for path in band.get_paths() for _, y in path.vertices)
+    assert top == 1.0  # 0.9 + 0.3 clipped to the 0/1 reward's top
+
+
 def test_follow_reports_findings_as_they_appear_and_stops_at_the_end_marker(tmp_path: Path) -> None:
     rows = synth.truncated(1.0)
     run = tmp_path / "run"
@@ -213,3 +233,18 @@ def test_the_text_report_says_what_each_brief_edit_costs(tmp_path: Path) -> None
     data = json.loads(invoke(str(run), "--json")[1])
     [f] = [f for f in data["findings"] if f["id"] == "entropy_collapse"]
     assert (f["kind"], f["edit_cost"]) == ("training", "keeps the records: gate, render and launch again")
+
+
+def test_the_context_reads_the_briefs_baseline_and_reward_range(tmp_path: Path) -> None:
+    """What the all-fail fix and the plot's band read: the baseline record's pass@k and k, and the total's range."""
+    import shutil
+
+    from llm_finetuning.diagnose.context import load_context
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "smollm2-json"
+    shutil.copytree(example, tmp_path / "brief")
+    recorded = json.loads((tmp_path / "brief" / "records" / "baseline.json").read_text())
+    (tmp_path / "run").mkdir()
+    ctx = load_context(tmp_path / "run", brief=tmp_path / "brief" / "brief.yaml")
+    assert (ctx.base_pass_at_k, ctx.base_k) == (recorded["pass_at_k"], recorded["k"])
+    assert ctx.reward_range is None  # a custom reward: its range is unknown, the band is drawn unclipped

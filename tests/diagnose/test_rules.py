@@ -148,6 +148,14 @@ def test_all_fail_means_sft_first(tmp_path: Path) -> None:
     assert "no_signal_all_pass" not in found
 
 
+def test_all_fail_after_a_baseline_that_succeeded_is_not_called_zero_base_success(tmp_path: Path) -> None:
+    found = run_rules(tmp_path, synth.all_fail(), RunContext(base_pass_at_k=0.1, base_k=8))
+    fix = found["no_signal_all_fail"].fix
+    assert "Base success is zero" not in fix and "the baseline's pass@8 was 10%" in fix and "num_generations" in fix
+    assert "Base success is zero" in run_rules(tmp_path / "zero", synth.all_fail(),
+                                               RunContext(base_pass_at_k=0.0, base_k=8))["no_signal_all_fail"].fix
+
+
 def test_all_pass_means_prompts_too_easy(tmp_path: Path) -> None:
     found = run_rules(tmp_path, synth.all_pass())
     assert "too easy" in found["no_signal_all_pass"].fix

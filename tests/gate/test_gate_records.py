@@ -223,6 +223,23 @@ def test_baseline_measured_at_an_evaluation_setting_fails(make_brief, monkeypatc
     assert _base_success_warnings(brief) == []
 
 
+def test_truncation_warning_quotes_the_baselines_own_length(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38 item 4: a baseline measured at 24 tokens, under a brief that now says more, is quoted at 24."""
+    from llm_finetuning.brief import load_brief
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "records"))
+    from records_builders import build_baseline
+
+    brief = make_brief("passing")
+    monkeypatch.chdir(brief.parent)
+    loaded, _ = load_brief(brief)
+    assert loaded.grpo.max_completion_length != 24
+    build_baseline(loaded, truncated=0.8, sampling={"max_completion_length": 24})
+    cut = [m for path, m, _ in _base_success_warnings(brief) if path == "grpo.max_completion_length" and "were cut" in m]
+    assert cut == ["80% of baseline completions were cut at max_completion_length (24 tokens, "
+                                        "the baseline's setting)"]
+
+
 def test_baseline_without_settings_warns_they_are_unknown(make_brief, monkeypatch: pytest.MonkeyPatch) -> None:
     from llm_finetuning.brief import load_brief
 

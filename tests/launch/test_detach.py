@@ -109,6 +109,45 @@ def test_detach_refuses_at_once_what_training_would_refuse(tmp_path: Path, model
     assert not (run / LAUNCH_PID).exists()
 
 
+def test_the_runs_lock_decides_from_any_pid_namespace(tmp_path: Path, model: Path) -> None:
+    """A process holding RUN_DIR's lock, as a launch does for its whole life, is the run, whoever asks and from
+    whatever pid namespace; once it is killed (SIGKILL: no clean-up) the lock is gone with it."""
+    run = _rendered(tmp_path, model, max_steps=4)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import os, sys, time; from llm_finetuning.launch.runlock import claim\n"
+         "lock = claim(sys.argv[1]); lock.describe(os.getpid(), 'held by the test'); print('held', flush=True)\n"
+         "time.sleep(600)", str(run)], stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        seen = _in_another_pid_namespace("status", str(run), "--json")
+        assert (json.loads(seen.stdout)["state"], json.loads(seen.stdout)["pid"]) == ("running", holder.pid), seen.stderr
+        for launch in (cli("launch", str(run), "--detach"), _in_another_pid_namespace("launch", str(run), "--detach")):
+            assert launch.returncode == 1 and f"already training (pid {holder.pid})" in launch.stderr, launch.stderr
+        assert not (run / LAUNCH_PID).exists() and not (run / LAUNCH_LOG).exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert json.loads(_in_another_pid_namespace("status", str(run), "--json").stdout)["state"] == "not_started"
+
+
+def test_a_worker_started_by_hand_is_refused_while_a_launch_holds_the_lock(tmp_path: Path, model: Path) -> None:
+    """`accelerate launch -m llm_finetuning.launch.worker RUN_DIR` (or launch.sh) by hand: rank 0 asks the lock."""
+    run = _rendered(tmp_path, model, max_steps=4)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from llm_finetuning.launch.runlock import claim\n"
+         "lock = claim(sys.argv[1]); print('held', flush=True); time.sleep(600)", str(run)],
+        stdout=subprocess.PIPE, text=True, env=child_env())
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        worker = subprocess.run([sys.executable, "-m", "llm_finetuning.launch.worker", str(run)], capture_output=True,
+                                text=True, env=child_env(), timeout=300)
+        assert worker.returncode == 1 and f"{run.resolve()} is already training" in worker.stderr, worker.stderr
+        assert not (run / "metrics.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 @pytest.mark.slow
 def test_detached_run_outlives_the_shell_that_started_it(tmp_path: Path, model: Path) -> None:
     run = _rendered(tmp_path, model, max_steps=4, save_steps=2)
@@ -169,6 +208,53 @@ def test_stop_checkpoints_and_resume_detached_finishes(tmp_path: Path, model: Pa
     assert (status["state"], status["step"], status["rc"]) == ("finished", 24, 0), status
     assert metric_steps(run) == list(range(1, 25))
     assert (run / "model" / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_a_refused_launch_leaves_the_running_one_alone(tmp_path: Path, model: Path) -> None:
+    """An agent that retries `launch --detach` at once: every retry is refused, touching nothing, and the run that
+    was started goes on to its last step."""
+    run = _rendered(tmp_path, model, max_steps=6, save_steps=2)
+    log = run / LAUNCH_LOG
+    first = _detach(run)
+    pid_record = (run / LAUNCH_PID).read_bytes()
+    for _ in range(3):  # while the first launch verifies, then trains
+        again = cli("launch", str(run), "--detach")
+        if _ended(run):
+            break
+        assert again.returncode == 1 and f"already training (pid {first})" in again.stderr, again.stderr
+        assert (run / LAUNCH_PID).read_bytes() == pid_record
+    wait_until(lambda: _ended(run), 600, "the run to end", log)
+    status = run_status(run)
+    assert (status["state"], status["step"], status["rc"]) == ("finished", 6, 0), status
+    assert "already training" not in log.read_text(errors="replace")
+
+
+def _in_another_pid_namespace(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`finetune ARGS` in a new user and pid namespace with its own /proc, where no pid of the run is seen."""
+    return subprocess.run(["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc",
+                           sys.executable, "-m", "llm_finetuning.cli", *args],
+                          capture_output=True, text=True, env=child_env(), timeout=timeout)
+
+
+@pytest.mark.slow
+def test_status_stop_and_launch_from_another_pid_namespace(tmp_path: Path, model: Path) -> None:
+    """What an agent sees from Claude Code's Bash sandbox: the run's pids mean nothing there, its lock does."""
+    run = _rendered(tmp_path, model, max_steps=24, save_steps=50)
+    log = run / LAUNCH_LOG
+    first = _detach(run)
+    wait_until(lambda: bool(metric_steps(run)) or _ended(run), 300, "the first logged step", log)
+    seen = _in_another_pid_namespace("status", str(run), "--json")
+    assert json.loads(seen.stdout)["state"] == "running" and seen.returncode == 0, seen.stdout + seen.stderr
+    refused = _in_another_pid_namespace("launch", str(run), "--detach")
+    assert refused.returncode == 1 and f"already training (pid {first})" in refused.stderr, refused.stderr
+    stop = _in_another_pid_namespace("stop", str(run), "--wait", "240", timeout=300)
+    assert stop.returncode == 0 and "another pid namespace, so no signal" in stop.stdout, stop.stdout + stop.stderr
+    assert "finetune stop: stopped at step" in stop.stdout, stop.stdout
+    status = run_status(run)
+    assert (status["state"], status["rc"]) == ("stopped", 1), status
+    assert "stopped by stop.request" in log.read_text(errors="replace")
+    assert Path(status["checkpoint"]).name == f"checkpoint-{status['step']}" and 1 <= status["step"] < 24
 
 
 @pytest.mark.slow

@@ -121,3 +121,10 @@ def test_disagreement_blocks_the_gate(tmp_path: Path) -> None:
     again = _review(record, tmp_path)  # a sealed record is shown, never reopened
     again.expect(r"already sealed\s+\(reviewer:\s+Grace\s+Hopper\)")
     assert again.wait() == 1
+
+
+def test_review_of_a_missing_record_says_what_writes_it(tmp_path: Path) -> None:
+    driver = _review(tmp_path / "records" / "inspection.json", tmp_path)
+    driver.expect(r"Fix: run `finetune inspect BRIEF`")
+    assert driver.wait() == 2
+    assert "inspection record" in driver.text and "does not exist" in driver.text

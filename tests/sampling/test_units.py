@@ -114,6 +114,13 @@ def test_verdicts_say_what_to_do() -> None:
     tied = verdict({**none, "pass_at_1": 0.02, "pass_at_k": 0.1, "frac_groups_all_tie": 0.92,
                     "frac_truncated": 0.0}, 8, 64)
     assert not tied.signal and "Weak learning signal" in tied.headline
+    assert "more completions per group than k=8 (raise grpo.num_generations)" in tied.advice[0]
+    measured_apart = verdict({**none, "pass_at_1": 0.02, "pass_at_k": 0.1, "frac_groups_all_tie": 0.92,
+                              "frac_truncated": 0.0}, 4, 64, num_generations=8)
+    assert measured_apart.advice[0] == ("measure at training's group size: this baseline sampled k=4 completions a "
+                                        "prompt, training samples grpo.num_generations=8; run `finetune baseline` "
+                                        "without --k")
+    assert "grpo.num_generations above" not in " ".join(measured_apart.advice)
 
 
 def test_spread_covers_rare_outcomes_and_many_prompts() -> None:

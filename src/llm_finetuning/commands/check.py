@@ -23,6 +23,18 @@ def _note_missing_embedded_model(model_id: str) -> None:
         click.echo(f"note: {exc.line()} (before gate, baseline, inspect or launch)", err=True)
 
 
+def _note_unreachable_hub_model(brief_folder: Path, model_id: str, gguf_file: str | None) -> None:
+    """A valid brief whose hub model is not cached, with the hub out of reach: say so now, not after the
+    first sampling verb has retried the connection for a minute (`models.unreachable_model`)."""
+    from llm_finetuning.models import EMBEDDED_PREFIX, model_is_local, unreachable_model
+
+    if model_id.startswith(EMBEDDED_PREFIX) or model_is_local(model_id, brief_folder):
+        return
+    problem = unreachable_model(model_id, gguf_file)
+    if problem is not None:
+        click.echo(f"note: {problem.line()} (before gate, baseline, inspect or launch)", err=True)
+
+
 def episode_problems(brief_path: Path, as_json: bool) -> list[Problem]:
     """The episode's import-time problems, from `sampling.episode_probe` in a child process (this process
     stays free of torch and of the brief's tools); warnings are printed here and not returned."""
@@ -59,6 +71,7 @@ def command(brief: Path, as_json: bool) -> None:
         if problems:
             fail_brief(problems, brief, as_json)
     _note_missing_embedded_model(loaded.model.id)
+    _note_unreachable_hub_model(loaded.folder, loaded.model.id, loaded.model.gguf_file)
     if as_json:
         click.echo(render_problems([], as_json=True, extra={"name": loaded.name, "sha256": loaded.sha256}))
     else:

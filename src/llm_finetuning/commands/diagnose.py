@@ -92,7 +92,8 @@ def command(run_dir: Path, as_json: bool, plot_path: Path | None, follow: bool, 
         from llm_finetuning.diagnose.plot import plot_run
 
         try:
-            plot_run(traj, findings, plot_path, title=ctx.brief_name or root.resolve().name)
+            plot_run(traj, findings, plot_path, title=ctx.brief_name or root.resolve().name,
+                     reward_range=ctx.reward_range)
         except (OSError, ImportError) as exc:
             click.echo(f"warning: could not draw {plot_path}: {exc}", err=True)
         else:

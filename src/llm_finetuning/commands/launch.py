@@ -16,8 +16,9 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -26,11 +27,17 @@ from llm_finetuning.errors import EXIT_REJECTED, Problem, render_problems
 from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.rundir import LAUNCH_SCRIPT
 
+if TYPE_CHECKING:
+    from llm_finetuning.launch.runlock import RunLock
 
-def _run_script(run_dir: Path, resume: bool) -> int:
-    """Run launch.sh in its own process group, forwarding SIGINT/SIGTERM to the whole group."""
+
+def _run_script(run_dir: Path, resume: bool, lock: RunLock) -> int:
+    """Run launch.sh in its own process group, forwarding SIGINT/SIGTERM to the whole group, and return once
+    every process of that group has exited (a signal can end the shell before its workers saved their
+    checkpoint). The shell, and `accelerate launch` after it, hold the run's lock too."""
     cmd = ["bash", str(run_dir / LAUNCH_SCRIPT)] + (["--resume"] if resume else [])
-    proc = subprocess.Popen(cmd, cwd=run_dir, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=run_dir, start_new_session=True, pass_fds=(lock.fd,),
+                            env=lock.child_env(dict(os.environ)))
 
     def forward(signum: int, frame: object) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -39,10 +46,32 @@ def _run_script(run_dir: Path, resume: bool) -> int:
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         code = proc.wait()
+        while _group_alive(proc.pid):
+            time.sleep(0.5)
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
     return EXIT_REJECTED if code < 0 or code > 2 else code
+
+
+def _group_alive(pgid: int) -> bool:
+    """A process of group `pgid` (one this process started, so in its own pid namespace) still runs."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _already_training(run_dir: Path) -> LaunchRefused:
+    from llm_finetuning.launch.runlock import holder
+
+    pid = holder(run_dir).get("pid", "unknown")
+    return LaunchRefused([Problem(
+        "already_training", "", f"{run_dir} is already training (pid {pid}).",
+        f"wait for it (`finetune status {run_dir}`) or stop it (`finetune stop {run_dir}`) first")])
 
 
 def _refuse(run_dir: Path, refused: LaunchRefused, as_json: bool = False) -> NoReturn:
@@ -73,16 +102,14 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
 
     In the foreground it returns when training ends: exit 0 trained, 1 refused or stopped by a signal
     (after a checkpoint), 2 unusable. With --detach it returns at once (exit 0 started) and the run goes
-    on after the shell that started it ends. A run already training in RUN_DIR is refused (exit 1),
-    naming its pid."""
+    on after the shell that started it ends. A run already training in RUN_DIR (it holds RUN_DIR/launch.lock)
+    is refused (exit 1), naming its pid, and goes on untouched."""
     from llm_finetuning.launch import launch_plan, verify_run
-    from llm_finetuning.launch.detach import live_run
+    from llm_finetuning.launch.detach import forget_stale_launch
+    from llm_finetuning.launch.runlock import claim, handed_down, is_held
 
-    running = None if plan_only else live_run(run_dir)
-    if running is not None:
-        _refuse(run_dir, LaunchRefused([Problem(
-            "already_training", "", f"{run_dir} is already training (pid {running}).",
-            f"wait for it (`finetune status {run_dir}`) or stop it (`finetune stop {run_dir}`) first")]))
+    if not plan_only and not handed_down(run_dir) and is_held(run_dir):
+        _refuse(run_dir, _already_training(run_dir))  # before verifying: the refusal names the running launch
     try:
         run = verify_run(run_dir, check_backend=not plan_only)
     except LaunchRefused as exc:
@@ -102,14 +129,18 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
         problem = detach_problem(run.run_dir, resume)
         if problem:  # what training would refuse in the background, refused here in the same words
             _refuse(run_dir, LaunchRefused([problem]))
-        _print_detached(start_detached(run.run_dir, resume))
+    lock = claim(run.run_dir)  # held until this process ends; a refused launch has touched nothing
+    if lock is None:
+        _refuse(run_dir, _already_training(run_dir))
+    if detach:
+        _print_detached(start_detached(run.run_dir, resume, lock))
         return
-    from llm_finetuning.launch.detach import forget_stale_launch
-
-    forget_stale_launch(run.run_dir)
+    if not lock.inherited:
+        forget_stale_launch(run.run_dir)
+        lock.describe(os.getpid(), shlex.join(["finetune", "launch", str(run.run_dir), *(["--resume"] if resume else [])]))
     if mode == "script":
         click.echo(f"finetune launch: {plan['command']}", err=True)
-        sys.exit(_run_script(run.run_dir, resume))
+        sys.exit(_run_script(run.run_dir, resume, lock))
     from llm_finetuning.launch.worker import run_worker
 
     sys.exit(run_worker(run, resume, []))

@@ -2,7 +2,9 @@
 
 One sample at a time: prompt, completion, every reward's value (the reward's verdict) with the reward's
 explanation of it where it gave one (the extracted answer, the failing test, the schema path, ...), and
-the reference.
+the reference. An episode fits a 24-line terminal: the system prompt and worked episodes are folded to a line
+each, the reference is summarised (the inspection report keeps both whole), and raw chat-format tokens the
+model wrote inside a turn are highlighted and pointed at.
 Keys: `a` agree, `d` disagree, `u` unsure (each may be followed by a note: `d the age is a string`),
 `b` back, `n` next, `g N` go to sample N, `q` quit (progress is kept), `?` help. Every verdict is saved
 at once, atomically, so an interrupted review resumes where it stopped. When every sample has a verdict
@@ -26,7 +28,6 @@ unusable record.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -42,7 +43,7 @@ from llm_finetuning.records.review_session import VERDICT_KEYS, Finish, ReviewSe
 if TYPE_CHECKING:
     from llm_finetuning.records.inspection import ReviewerKey
 
-KEYS_HELP = ("[a] agree  [d] disagree  [u] unsure  (a note may follow: `d the age is a string`)\n"
+KEYS_HELP = ("[a] agree  [d] disagree  [u] unsure  (+ a note: `d age is a string`)\n"
              "[b] back  [n] next  [g N] go to sample N  [q] quit and resume later  [?] help")
 NO_TERMINAL = (
     "finetune review needs a person at an interactive terminal (stdin and stdout must be a TTY); "
@@ -61,10 +62,6 @@ def default_reviewer() -> str:
     return name or os.environ.get("USER", "") or os.environ.get("USERNAME", "")
 
 
-def _reference_text(ref: Any) -> str:
-    return ref if isinstance(ref, str) else json.dumps(ref, ensure_ascii=False, indent=1, sort_keys=True, default=str)
-
-
 class Review(ReviewSession):
     """A review session (records.review_session) with the terminal it is drawn on."""
 
@@ -75,23 +72,38 @@ class Review(ReviewSession):
         self.console = Console(highlight=False)
 
     def show(self, i: int) -> None:
-        from rich.panel import Panel
+        """Sample i on one screen: an episode fits a 24-line terminal (context folded, reference summarised)."""
+        from rich.markup import escape
         from rich.table import Table
         from rich.text import Text
 
-        from llm_finetuning.records.episodes import completion_view
+        from llm_finetuning.records.episodes import (
+            SPECIAL_TOKEN,
+            completion_view,
+            prompt_lines,
+            reference_lines,
+            special_tokens_in_turns,
+        )
         from llm_finetuning.records.inspection import sample_explanations
-        from llm_finetuning.sampling.data import prompt_text
 
         s = self.samples[i]
         c = self.console
         c.clear()
         c.rule(f"Sample {i + 1}/{self.n}  ({s['id']})   reviewed {self.reviewed()}/{self.n}")
-        c.print(Panel(Text(prompt_text(s.get("prompt", ""))), title="Prompt", title_align="left"))
+        c.rule("Prompt", align="left", characters="·")
+        c.print(Text("\n".join(prompt_lines(s.get("prompt", "")))))
         cut = "  [cut at max_completion_length]" if s.get("truncated") else ""
         label, text = completion_view(s)
-        c.print(Panel(Text(text), title=f"{label}{cut}", title_align="left"))
-        table = Table(title="The reward's verdict", title_justify="left")
+        body = Text(text)
+        body.highlight_regex(SPECIAL_TOKEN.pattern, "bold reverse")
+        c.rule(escape(f"{label}{cut}"), align="left", characters="·")
+        c.print(body)
+        raw = special_tokens_in_turns(s["episode"]) if isinstance(s.get("episode"), dict) else []
+        if raw:
+            c.print(Text(f"! raw special tokens the model wrote in {'; '.join(raw)}: a made-up chat turn", style="bold"))
+        outcome = "success" if s.get("success") else "failure"
+        c.rule(f"The reward's verdict: total {s.get('total')}, counted as a {outcome}", align="left", characters="·")
+        table = Table(box=None, pad_edge=False, show_edge=False)
         table.add_column("reward")
         table.add_column("value", justify="right")
         why = sample_explanations(s)
@@ -100,16 +112,14 @@ class Review(ReviewSession):
         for name, value in (s.get("rewards") or {}).items():
             cells = [Text(str(name)), Text("None" if value is None else f"{float(value):g}")]
             table.add_row(*cells, *([Text(why.get(name) or "")] if why is not None else []))
-        outcome = "success" if s.get("success") else "failure"
-        table.caption = f"total {s.get('total')}: counted as a {outcome}"
         c.print(table)
-        c.print(Panel(Text(_reference_text(s.get("reference", {}))), title="Reference", title_align="left"))
+        c.rule("Reference (summarised; whole in the inspection report)", align="left", characters="·")
+        c.print(Text("\n".join(reference_lines(s.get("reference", {})))))
         current = self.record["verdicts"].get(s["id"])
         if current:
             note = f" (note: {current.get('note')})" if current.get("note") else ""
-            c.print(f"Your verdict so far: {current['verdict']}{note}")
-        c.print("Is every reward value right for this completion?")
-        c.print(KEYS_HELP, markup=False)
+            c.print(f"Your verdict so far: {current['verdict']}{note}", markup=False)
+        c.print("Is every reward value right for this completion?  " + KEYS_HELP, markup=False)
 
 
 def _ask(console: Any, prompt: str) -> str | None:

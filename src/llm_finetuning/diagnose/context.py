@@ -70,6 +70,9 @@ class RunContext:
     model_id: str | None = None  # a hub id whose architecture no local config told
     max_completion_length: int | None = None
     max_turns: int | None = None  # episode.max_turns of a tool-use brief
+    reward_range: tuple[float, float] | None = None  # what the weighted total can score (built-ins only)
+    base_pass_at_k: float | None = None  # the brief's baseline record: pass@k of the base model, and its k
+    base_k: int | None = None
     learning_rate: float | None = None  # the peak learning rate
     lr_scheduler: str | None = None  # GRPOConfig's lr_scheduler_type: what the run's learning rate did over time
     warmup_steps: int | None = None
@@ -102,6 +105,10 @@ def _apply_brief(ctx: RunContext, brief: Brief) -> None:
     ctx.variant = grpo.variant
     ctx.max_completion_length = grpo.max_completion_length
     ctx.max_turns = brief.episode.max_turns if brief.episode is not None else None
+    baseline = read_json_or_none(brief.resolve(brief.records.baseline))
+    if isinstance(baseline, dict) and isinstance(baseline.get("pass_at_k"), (int, float)):
+        ctx.base_pass_at_k = float(baseline["pass_at_k"])
+        ctx.base_k = baseline.get("k") if isinstance(baseline.get("k"), int) else None
     ctx.learning_rate = grpo.learning_rate
     from llm_finetuning.brief.schedule import Schedule
 
@@ -110,6 +117,9 @@ def _apply_brief(ctx: RunContext, brief: Brief) -> None:
     ctx.beta = grpo.beta
     # by the names TRL logs them under (`rewards/<name>/mean`)
     ctx.reward_weights = {r.name: float(r.weight) for r in brief.rewards}
+    from llm_finetuning.reward_registry import total_range
+
+    ctx.reward_range = total_range([(r.fn, float(r.weight)) for r in brief.rewards])
     from llm_finetuning.reward_registry import VERIFIERS
 
     ctx.correctness = [r.name for r in brief.rewards

@@ -40,11 +40,14 @@ def _spans(steps: list[int], logged: list[int]) -> list[tuple[float, float]]:
 
 
 def plot_run(traj: Trajectory, findings: list[Finding], path: str | Path | None = None,
-             title: str | None = None) -> Any:
-    """Draw the run and return the matplotlib Figure (with PANELS axes); save a PNG when `path` is given."""
+             title: str | None = None, reward_range: tuple[float, float] | None = None) -> Any:
+    """Draw the run and return the matplotlib Figure (with PANELS axes); save a PNG when `path` is given.
+    `reward_range`: what the total reward can score (0 to 1 for one 0/1 reward): the mean ± std band stays
+    inside it. Steps are integers on the x axis, also for a run of three."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     fig = Figure(figsize=(9, 11), dpi=100)
     FigureCanvasAgg(fig)
@@ -62,8 +65,10 @@ def plot_run(traj: Trajectory, findings: list[Finding], path: str | Path | None 
     if reward and std:
         std_at = dict(zip(std.steps, std.values, strict=True))
         pts = [(s, v, std_at[s]) for s, v in zip(reward.steps, reward.values, strict=True) if s in std_at]
-        ax.fill_between([p[0] for p in pts], [p[1] - p[2] for p in pts], [p[1] + p[2] for p in pts],
-                        color="#1f77b4", alpha=0.15, label="± reward_std")
+        low, high = reward_range if reward_range is not None else (float("-inf"), float("inf"))
+        ax.fill_between([p[0] for p in pts], [max(p[1] - p[2], low) for p in pts], [min(p[1] + p[2], high) for p in pts],
+                        color="#1f77b4", alpha=0.15, label="± reward_std" + (" (within the reward's range)"
+                                                                             if reward_range is not None else ""))
     ax.set_ylabel("reward")
     _finish(ax, drawn, "reward")
 
@@ -91,6 +96,7 @@ def plot_run(traj: Trajectory, findings: list[Finding], path: str | Path | None 
     ax.set_ylim(-0.05, 1.05)
     ax.set_ylabel("share")
     ax.set_xlabel("step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # shared: every panel's steps are whole
     _finish(ax, drawn, "completions/clipped_ratio")
 
     handles = []

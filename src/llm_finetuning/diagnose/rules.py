@@ -476,13 +476,24 @@ def _no_signal(traj: Trajectory, ctx: RunContext, want: str) -> Finding | None:
                 "carry an advantage. At the recipe's learning rate those few barely move it; a run at a learning "
                 "rate that learns (`grpo.deviation` naming this run) uses them, and more completions per prompt "
                 "(`grpo.num_generations`) give more of them. Both keep the records.", kind=TASK)
-        return Finding(kind, Severity.ERROR, dead, evidence, None,
-                       "Base success is zero on these prompts: RL cannot sharpen what the model never does. "
-                       "Fine-tune on demonstrations first (SFT, skill lora-qlora-recipes) or use easier prompts, "
-                       "then rerun `finetune baseline` until pass@k is nonzero.")
+        return Finding(kind, Severity.ERROR, dead, evidence, None, _all_fail_fix(ctx))
     return Finding(kind, Severity.WARNING, dead, evidence, None,
                    "The prompts are too easy: every completion passes. Drop prompts the base model solves k/k in "
                    "the baseline, add harder ones, and rerun `finetune baseline`.")
+
+
+def _all_fail_fix(ctx: RunContext) -> str:
+    """The fix for groups that all fail, from what the brief's baseline record measured: zero base success (or
+    unknown) calls for SFT; a nonzero pass@k means successes are rare in training's groups, not absent."""
+    if ctx.base_pass_at_k:
+        k = f"pass@{ctx.base_k}" if ctx.base_k else "pass@k"
+        return (f"Successes are rare here, not absent: the baseline's {k} was {ctx.base_pass_at_k:.0%}, yet "
+                "training's groups almost never mix a success with a failure. Raise grpo.num_generations or "
+                "grpo.temperature so that more groups hold a success, or train on the prompts the baseline solves "
+                "sometimes (a curriculum); fine-tune on demonstrations first (SFT) only if that does not help.")
+    return ("Base success is zero on these prompts: RL cannot sharpen what the model never does. "
+            "Fine-tune on demonstrations first (SFT, skill lora-qlora-recipes) or use easier prompts, "
+            "then rerun `finetune baseline` until pass@k is nonzero.")
 
 
 def _prompts_learned(fzs: Series, traj: Trajectory, ctx: RunContext) -> str | None:
@@ -495,7 +506,8 @@ def _prompts_learned(fzs: Series, traj: Trajectory, ctx: RunContext) -> str | No
 
 
 def no_signal_all_fail(traj: Trajectory, ctx: RunContext) -> Finding | None:
-    """Most groups tie at failure: zero advantage everywhere (base success is zero -> SFT first)."""
+    """Most groups tie at failure: zero advantage everywhere (base success is zero -> SFT first; a baseline that
+    succeeded sometimes -> larger groups, a higher temperature or a curriculum)."""
     return _no_signal(traj, ctx, "no_signal_all_fail")
 
 

@@ -22,7 +22,7 @@ import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from llm_finetuning.launch.trl_private import last_generation_batch
-from llm_finetuning.rundir import COMPLETIONS, END_EVENT, METRICS
+from llm_finetuning.rundir import COMPLETIONS, END_EVENT, METRICS, STOP_REQUEST
 from llm_finetuning.rundir.checkpoints import commit_checkpoint
 
 if TYPE_CHECKING:
@@ -99,13 +99,17 @@ class MetricsLog(TrainerCallback):
 
 
 class StopOnSignal(TrainerCallback):
-    """Checkpoint and stop at a step boundary once a signal arrived on any process."""
+    """Checkpoint and stop at a step boundary once a signal arrived on any process, or `finetune stop` left its
+    request file in the run directory (it reaches the run from any pid namespace)."""
 
-    def __init__(self, stop: Stop) -> None:
+    def __init__(self, stop: Stop, request: Path) -> None:
         self.stop = stop
+        self.request = request
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                     **kw: Any) -> TrainerControl:
+        if self.stop.signal_name is None and self.request.exists():
+            self.stop.signal_name = STOP_REQUEST
         flag = self.stop.signal_name is not None
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -214,7 +218,8 @@ def training_callbacks(run_dir: Path, stop: Stop, progress: bool,
                        evaluator: HeldOutEvaluator | None = None) -> list[TrainerCallback]:
     """The callbacks every run trains with, in the order they fire (the completion log is added once the
     trainer exists: `CompletionLog(run_dir, trainer)`)."""
-    out: list[TrainerCallback] = [MetricsLog(run_dir, stop), CommitCheckpoints(), StopOnSignal(stop), FreezeHeap()]
+    out: list[TrainerCallback] = [MetricsLog(run_dir, stop), CommitCheckpoints(),
+                                   StopOnSignal(stop, run_dir / STOP_REQUEST), FreezeHeap()]
     if evaluator is not None:
         out.append(HeldOutEval(evaluator))
     if progress:

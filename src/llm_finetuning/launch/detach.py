@@ -5,39 +5,45 @@ An agent's shell stops a command after a few minutes; a training run takes longe
 (`python -m llm_finetuning.launch.detach RUN_DIR -- CMD...`, stdin /dev/null) and returns. The supervisor
 runs CMD (the plain `finetune launch RUN_DIR [--resume]`, which verifies again and trains in process or
 through launch.sh) in the session's process group, so one SIGTERM to the group from `finetune stop`
-reaches the trainer; it waits for the run and records how it ended. Linux only (/proc). Files in RUN_DIR:
+reaches the trainer; it waits for the run and records how it ended. Whether a run trains is the run's own
+lock (`launch.runlock`), never a pid: the launching command takes it, hands it to the supervisor, which hands
+it to CMD, so a second launch is refused without touching the first, and `status`, `stop` and a second launch
+answer the same from any pid namespace. Files in RUN_DIR:
 
-- `launch.pid`: JSON written atomically by the launcher: `pid` and `pgid` of the supervisor, its
-  `start_time_ticks` (field 22 of /proc/PID/stat, so a reused pid is not mistaken for the run),
-  `started_at`, `command`, `resume`, `log`; `finetune stop` adds `stop_requested_at` and `stop_signal`.
+- `launch.pid`: JSON written atomically by the launcher: `launch_id`, `pid` and `pgid` of the supervisor
+  (meaningful in `pid_namespace` only), `started_at`, `command`, `resume`, `log`; `finetune stop` adds
+  `stop_requested_at` and `stop_signal` (null when the stop went by stop.request alone).
 - `launch.log`: stdout and stderr of every detached launch, appended.
 - `launch.exit.json`: written atomically by the supervisor when the run ends, also when it fails:
-  `pid`, `start_time_ticks`, `exit_code` (null when a signal ended it), `signal`, `ended_at`.
+  `launch_id`, `exit_code` (null when a signal ended it), `signal`, `ended_at`.
 
-The state `finetune status` reports comes from these files, the process table and metrics.jsonl. A run
-launched in the foreground has no pid file: its processes are found by their command lines, and its end
-by the end marker in metrics.jsonl. Light: the standard library, the records' atomic writer and the
-diagnose rules; no ML library.
+The state `finetune status` reports comes from the lock, these files and metrics.jsonl. A run launched in
+the foreground has no pid file: the lock says it runs, and the end marker in metrics.jsonl how it ended.
+Light: the standard library, the records' atomic writer and the diagnose rules; no ML library.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 from llm_finetuning.errors import Problem, TextEnum, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
-from llm_finetuning.rundir import CHECKPOINTS, GRPO_CONFIG, LAUNCH_EXIT, LAUNCH_LOG, LAUNCH_PID, LAUNCH_SCRIPT
+from llm_finetuning.launch import runlock
+from llm_finetuning.rundir import CHECKPOINTS, GRPO_CONFIG, LAUNCH_EXIT, LAUNCH_LOG, LAUNCH_PID, STOP_REQUEST
 from llm_finetuning.rundir.checkpoints import last_complete_checkpoint, start_problem
 from llm_finetuning.rundir.manifest import load_manifest
 
-PID_FORMAT = 1
+PID_FORMAT = 2  # 2: launch_id and pid_namespace; the run's lock, not the process table, says it runs
+_ENV_LAUNCH_ID = "LLM_FINETUNING_LAUNCH_ID"  # the supervisor's launch id, written into launch.exit.json
 
 
 
@@ -54,21 +60,6 @@ class RunState(TextEnum):
 
 LOG_TAIL_LINES = 15
 _LOG_HEADER = "=== finetune launch --detach"  # starts each launch's part of launch.log
-# Modules whose command line, with the run directory among its arguments, marks a process training it.
-_LAUNCH_MODULES = ("llm_finetuning.launch.worker", "llm_finetuning.launch.detach")
-
-
-def proc_start_ticks(pid: int) -> int | None:
-    """When process `pid` started (clock ticks since boot, /proc/PID/stat field 22); None when it is gone
-    or a zombie (it ended and nobody has reaped it yet)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()  # the name in parentheses may hold spaces
-    if not fields or fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
 
 
 def _read_record(path: Path) -> dict[str, Any] | None:
@@ -87,91 +78,40 @@ def read_launch(run_dir: Path) -> dict[str, Any] | None:
     return record
 
 
-def is_alive(record: dict[str, Any]) -> bool:
-    """The recorded supervisor still runs: same pid and same start time."""
-    ticks = proc_start_ticks(int(record["pid"]))
-    return ticks is not None and ticks == record.get("start_time_ticks")
-
-
 def read_exit(run_dir: Path, record: dict[str, Any]) -> dict[str, Any] | None:
-    """RUN_DIR/launch.exit.json when it was written by the launch `record` describes."""
+    """RUN_DIR/launch.exit.json when it was written by the launch `record` describes (same launch_id)."""
     ended = _read_record(Path(run_dir) / LAUNCH_EXIT)
-    if ended is None or ended.get("pid") != record.get("pid"):
-        return None
-    if ended.get("start_time_ticks") != record.get("start_time_ticks"):
+    if ended is None or ended.get("launch_id") is None or ended.get("launch_id") != record.get("launch_id"):
         return None
     return ended
 
 
-def _ancestors() -> set[int]:
-    """This process and the processes above it (a launch never counts itself or its supervisor)."""
-    out, pid = set(), os.getpid()
-    while pid > 1 and pid not in out:
-        out.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-            pid = int(stat[stat.rindex(")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return out
+def _pid_namespace() -> str | None:
+    """This process's pid namespace (`pid:[inode]`), None where /proc cannot say."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
 
 
-def _trains(words: list[str], cwd: Path, run_dir: Path) -> bool:
-    """Whether a command line trains `run_dir`: `finetune launch RUN_DIR`, `accelerate launch ... -m
-    llm_finetuning.launch.worker RUN_DIR`, the detached supervisor, or `bash RUN_DIR/launch.sh`."""
-    named = [(cwd / w).resolve() for w in words[1:] if w and not w.startswith("-")]
-    if Path(words[0]).name in ("bash", "sh") and len(named) >= 1:
-        return named[0] == run_dir / LAUNCH_SCRIPT
-    return run_dir in named and any(w == "launch" or w.endswith(_LAUNCH_MODULES) for w in words)
-
-
-def launch_processes(run_dir: Path, exclude: set[int] | None = None) -> list[int]:
-    """Pids of live processes training `run_dir`, detached or not (see `_trains`), so `finetune status`
-    also sees a run launched in the foreground. This process and its ancestors never count."""
-    run_dir = Path(run_dir).resolve()
-    skip = exclude if exclude is not None else _ancestors()
-    found: list[int] = []
-    if not os.path.isdir("/proc"):
-        return found
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) in skip:
-            continue
-        pid = int(entry.name)
-        try:
-            words = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
-            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
-        except OSError:
-            continue
-        if words and words[0] and _trains(words, cwd, run_dir) and proc_start_ticks(pid) is not None:
-            found.append(pid)
-    return sorted(found)
-
-
-def live_run(run_dir: Path) -> int | None:
-    """The pid of a run training in `run_dir` now (detached or in the foreground), None when none is;
-    this process and its ancestors never count."""
-    record = read_launch(run_dir)
-    if record is not None and is_alive(record) and int(record["pgid"]) != os.getpgrp():
-        return int(record["pid"])
-    pids = launch_processes(run_dir)
-    return pids[0] if pids else None
+def live_run(run_dir: Path) -> dict[str, Any] | None:
+    """What the launch training in `run_dir` now says of itself (`runlock.holder`: pid, started_at, command),
+    None when none holds the run's lock. The same answer from any pid namespace."""
+    if not runlock.is_held(run_dir):
+        return None
+    return runlock.holder(run_dir)
 
 
 def detached_run_ended(run_dir: Path) -> bool:
-    """A detached launch is recorded in RUN_DIR and its supervisor is gone (finished, stopped or failed).
+    """A detached launch is recorded in RUN_DIR and no launch holds the run's lock (finished, stopped or failed).
     False when there is none: a run launched otherwise may still be starting."""
-    record = read_launch(run_dir)
-    return record is not None and not is_alive(record)
+    return read_launch(run_dir) is not None and not runlock.is_held(run_dir)
 
 
 def forget_stale_launch(run_dir: Path) -> None:
-    """Before a launch in the foreground: drop the records of an earlier detached launch (which has ended,
-    as the caller checked), so `finetune status` judges this run by its own processes and metrics. Kept
-    when this process is that launch's own child (the supervisor runs the plain launch)."""
-    record = read_launch(run_dir)
-    if record is not None and int(record["pgid"]) == os.getpgrp():
-        return
-    for name in (LAUNCH_PID, LAUNCH_EXIT):
+    """Before a new launch, with the run's lock just taken: drop an earlier launch's pid record, exit record and
+    stop request, so `finetune status` judges this run by its own files."""
+    for name in (LAUNCH_PID, LAUNCH_EXIT, STOP_REQUEST):
         (Path(run_dir) / name).unlink(missing_ok=True)
 
 
@@ -181,31 +121,35 @@ def detach_problem(run_dir: Path, resume: bool) -> Problem | None:
     return start_problem(_rendered_config(Path(run_dir).resolve())[1], resume)
 
 
-def start_detached(run_dir: Path, resume: bool) -> dict[str, Any]:
-    """Start `finetune launch RUN_DIR [--resume]` under a supervisor in its own session; write launch.pid
-    and return it. The caller has verified the run and checked that nothing runs there."""
+def start_detached(run_dir: Path, resume: bool, lock: runlock.RunLock) -> dict[str, Any]:
+    """Start `finetune launch RUN_DIR [--resume]` under a supervisor in its own session, handing it the run's
+    `lock` (taken by the caller, which has verified the run); write launch.pid and return it."""
     run_dir = Path(run_dir).resolve()
     command = [sys.executable, "-I", "-m", "llm_finetuning.cli", "launch", str(run_dir), *(["--resume"] if resume else [])]
     log_path = run_dir / LAUNCH_LOG
-    (run_dir / LAUNCH_EXIT).unlink(missing_ok=True)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    forget_stale_launch(run_dir)
+    launch_id = uuid.uuid4().hex
+    env = lock.child_env(dict(os.environ, PYTHONUNBUFFERED="1", **{_ENV_LAUNCH_ID: launch_id}))
     with open(log_path, "ab") as log:
         log.write(f"\n{_LOG_HEADER} {utc_now()}: {shlex.join(command)}\n".encode())
         log.flush()
         proc = subprocess.Popen([sys.executable, "-I", "-m", "llm_finetuning.launch.detach", str(run_dir), "--", *command],
                                 cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True)
+                                start_new_session=True, close_fds=True, pass_fds=(lock.fd,))
+    lock.describe(proc.pid, shlex.join(command))
     record = {
         "format": PID_FORMAT,
+        "launch_id": launch_id,
         "pid": proc.pid,
         "pgid": proc.pid,  # a new session: the supervisor leads its own process group
-        "start_time_ticks": proc_start_ticks(proc.pid),
+        "pid_namespace": _pid_namespace(),
         "started_at": utc_now(),
         "command": shlex.join(command),
         "resume": resume,
         "log": str(log_path),
     }
     atomic_write_json(run_dir / LAUNCH_PID, record)
+    lock.release()  # the supervisor and the launch it runs hold it from here
     return record
 
 
@@ -217,36 +161,43 @@ SIGNALLED, ALREADY_ASKED, ENDED = "signalled", "already_asked", "ended"
 
 
 def request_stop(run_dir: Path) -> tuple[dict[str, Any], str]:
-    """SIGTERM to the detached run's process group, recorded in launch.pid first (so `finetune status`
-    says stopped, not failed). Returns the pid record and what happened: SIGNALLED, ALREADY_ASKED (a stop
-    is under way: a second SIGTERM would end the trainer at once, without its checkpoint) or ENDED."""
+    """Ask the detached run to checkpoint and stop: the request is recorded in launch.pid (so `finetune status`
+    says stopped, not failed) and in RUN_DIR/stop.request, which the trainer reads at the end of each step, so
+    it reaches the run from any pid namespace; from the run's own namespace SIGTERM also goes to its process
+    group (it stops a run still loading its model). Returns the pid record and what happened: SIGNALLED,
+    ALREADY_ASKED (a stop is under way: a second SIGTERM would end the trainer at once, without its checkpoint)
+    or ENDED."""
     run_dir = Path(run_dir)
     record = read_launch(run_dir)
+    running = live_run(run_dir)
     if record is None:
-        pids = launch_processes(run_dir)
-        if pids:
-            raise NothingRuns(f"{run_dir} was launched in the foreground (pid {pids[0]}), not with --detach",
-                              f"stop it with Ctrl-C in its terminal or `kill -TERM {pids[0]}` (it checkpoints first)")
+        if running is not None:
+            pid = running.get("pid", "unknown")
+            raise NothingRuns(f"{run_dir} was launched in the foreground (pid {pid}), not with --detach",
+                              f"stop it with Ctrl-C in its terminal or `kill -TERM {pid}` (it checkpoints first)")
         raise NothingRuns(f"nothing runs in {run_dir}: there is no {LAUNCH_PID} (it was never launched with "
                           "--detach).", f"start it with `finetune launch {run_dir} --detach`")
-    if not is_alive(record):
+    if running is None:
         return record, ENDED
     if record.get("stop_requested_at"):
         return record, ALREADY_ASKED
     record = {**record, "stop_requested_at": utc_now(), "stop_signal": "SIGTERM"}
     atomic_write_json(run_dir / LAUNCH_PID, record)
-    try:
-        os.killpg(int(record["pgid"]), signal.SIGTERM)
-    except ProcessLookupError:
-        return record, ENDED
+    atomic_write_json(run_dir / STOP_REQUEST, {"requested_at": record["stop_requested_at"]})
+    if record.get("pid_namespace") is not None and record.get("pid_namespace") == _pid_namespace():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(int(record["pgid"]), signal.SIGTERM)
+    else:
+        record["stop_signal"] = None  # the request file alone reaches it
+        atomic_write_json(run_dir / LAUNCH_PID, record)
     return record, SIGNALLED
 
 
-def wait_for_exit(run_dir: Path, record: dict[str, Any], timeout: float, poll: float = 0.2) -> bool:
-    """Wait until the recorded supervisor and every process of the run are gone (the run checkpointed and
-    exited); False on timeout."""
+def wait_for_exit(run_dir: Path, timeout: float, poll: float = 0.2) -> bool:
+    """Wait until no launch holds the run's lock (the run checkpointed and every process of it exited); False
+    on timeout."""
     deadline = time.monotonic() + timeout
-    while is_alive(record) or launch_processes(run_dir):
+    while runlock.is_held(run_dir):
         if time.monotonic() >= deadline:
             return False
         time.sleep(poll)
@@ -332,19 +283,18 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
     return kept[-lines:]
 
 
-def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, live: list[int],
+def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, running: dict[str, Any] | None,
            ckpt: Path | None) -> tuple[RunState, dict[str, Any]]:
     """The state and the facts that decided it (pid, exit record)."""
     facts: dict[str, Any] = {"pid": None, "exit": None}
     if record is not None:
         facts["pid"] = int(record["pid"])
-        if is_alive(record):
-            return RunState.RUNNING, facts
-        facts["exit"] = read_exit(run_dir, record)
-    if live:
-        facts["pid"] = live[0]
+    if running is not None:
+        if record is None and isinstance(running.get("pid"), int):
+            facts["pid"] = running["pid"]
         return RunState.RUNNING, facts
     if record is not None:
+        facts["exit"] = read_exit(run_dir, record)
         if facts["exit"] is not None and facts["exit"].get("exit_code") == 0:
             return RunState.FINISHED, facts
         return (RunState.STOPPED if record.get("stop_requested_at") else RunState.FAILED), facts
@@ -373,8 +323,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         traj = load_trajectory(run_dir)
     except UnusableInput:
         traj = None
-    live = [] if record is not None and is_alive(record) else launch_processes(run_dir)
-    state, facts = _state(run_dir, record, traj, live, ckpt)
+    state, facts = _state(run_dir, record, traj, live_run(run_dir), ckpt)
     progress: dict[str, Any] = {"step": 0, "reward": None, "elapsed_s": None, "eta_s": None}
     if traj is not None:
         progress = _progress(traj, max_steps)
@@ -419,9 +368,10 @@ def _next_commands(run_dir: Path, state: RunState, has_checkpoint: bool) -> list
 def supervise(run_dir: Path, command: list[str]) -> int:
     """Run `command` (the plain launch) and write launch.exit.json when it ends, however it ends.
 
-    SIGTERM, SIGINT and SIGHUP reach the whole process group; the supervisor notes them and keeps waiting
-    while the trainer checkpoints and exits. A Python handler rather than SIG_IGN, which the child would
-    inherit through exec."""
+    The run's lock, handed down by the launching command, goes on to `command` and is held here until the exit
+    record is written. SIGTERM, SIGINT and SIGHUP reach the whole process group; the supervisor notes them and
+    keeps waiting while the trainer checkpoints and exits. A Python handler rather than SIG_IGN, which the
+    child would inherit through exec."""
     received: list[str] = []
 
     def note(signum: int, frame: Any) -> None:
@@ -429,23 +379,22 @@ def supervise(run_dir: Path, command: list[str]) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, note)
-    me = os.getpid()
+    lock = runlock.claim(run_dir)
+    if lock is None:  # never handed down: a supervisor started by hand while a launch trains here
+        print(f"finetune launch --detach: {run_dir} is already training", file=sys.stderr, flush=True)
+        return 1
     child_pid = None
     try:
-        child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(command, cwd=run_dir, stdin=subprocess.DEVNULL, env=lock.child_env(dict(os.environ)),
+                                 pass_fds=(lock.fd,))
         child_pid = child.pid
         code = child.wait()
-        # launch.sh runs its processes in a session of their own, and a signal can end the shell before its
-        # workers have saved their checkpoint: the run has ended when none of its processes is left.
-        while launch_processes(run_dir):
-            time.sleep(1.0)
     except OSError as exc:
         print(f"finetune launch --detach: cannot start {shlex.join(command)}: {exc}", file=sys.stderr, flush=True)
         code = 127
     ended = {
         "format": PID_FORMAT,
-        "pid": me,
-        "start_time_ticks": proc_start_ticks(me),
+        "launch_id": os.environ.get(_ENV_LAUNCH_ID),
         "child_pid": child_pid,
         "exit_code": code if code >= 0 else None,
         "signal": signal.Signals(-code).name if code < 0 else None,

@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 class TrainOutcome:
     global_step: int
     max_steps: int
-    stopped_by: str | None  # signal name when a signal ended the run early
+    stopped_by: str | None  # signal name when a signal ended the run early; "stop.request" for `finetune stop`'s file
     checkpoint: str | None  # last committed checkpoint
     final_model: str | None
 
@@ -81,6 +82,8 @@ class StopFlag:
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# TRL's own uses of transformers' deprecated names around generation, not ours: see `train`
+TRL_DEPRECATED_USES = r"`(is_gradient_checkpointing|gradient_checkpointing_enable|gradient_checkpointing_disable)` is deprecated"
 REWARDS_MODULE = "rewards_entry"  # the rendered rewards_entry.py, imported by grpo_config.yaml's reward_funcs
 
 
@@ -249,7 +252,12 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
     process is as it was once this returns (`process_state_for_training`). `code`: the reward, tool and
     environment source bytes the verification read (`VerifiedRun.code`); they run in a confined child."""
     run_dir = Path(run_dir).resolve()
-    with process_state_for_training(run_dir, brief.folder) as stop:
+    with process_state_for_training(run_dir, brief.folder) as stop, warnings.catch_warnings():
+        # TRL 1.16 reads `model.is_gradient_checkpointing` and calls `gradient_checkpointing_disable/enable` around
+        # every generation (trl/models/utils.py), names transformers 5.2x deprecated for `activation_*`; the run
+        # passes nothing deprecated itself (`_activation_checkpointing_args`), so only these warnings, inside this
+        # run, are left out.
+        warnings.filterwarnings("ignore", message=TRL_DEPRECATED_USES, category=FutureWarning)
         script_args, training_args, model_args, dataset_args = _parse_grpo_config(extra_args)
         output_dir = _set_up_outputs(training_args, run_dir)
         checkpoint = _start_or_resume(run_dir, output_dir, resume)
@@ -271,10 +279,30 @@ def _parse_grpo_config(extra_args: list[str] | None) -> tuple[Any, Any, Any, Any
     (script_args, training_args, model_args, dataset_args)."""
     from trl.scripts.grpo import make_parser
 
-    argv = ["--config", GRPO_CONFIG, *(extra_args or [])]
+    argv = ["--config", GRPO_CONFIG, *_activation_checkpointing_args(), *(extra_args or [])]
     script_args, training_args, model_args, dataset_args, _rest = make_parser().parse_args_and_config(
         argv, return_remaining_strings=True)
     return script_args, training_args, model_args, dataset_args
+
+
+def _activation_checkpointing_args() -> list[str]:
+    """transformers 5.2x renamed `gradient_checkpointing` to `activation_checkpointing` and warns (FutureWarning)
+    whenever only the old name is set, which TRL 1.16's GRPOConfig does (its default is True) and which
+    grpo_config.yaml renders, so that older transformers (5.17 on the GPU machine) still read it. Where the new
+    field exists, the rendered value (or TRL's default) is passed under the new name too: the same setting, and
+    transformers then mirrors it into the old name without a warning. Empty where the new field does not exist."""
+    import dataclasses
+
+    import yaml
+    from transformers import TrainingArguments
+    from trl import GRPOConfig
+
+    if "activation_checkpointing" not in {f.name for f in dataclasses.fields(TrainingArguments)}:
+        return []
+    config = yaml.safe_load(Path(GRPO_CONFIG).read_text(encoding="utf-8")) or {}
+    default = next(f.default for f in dataclasses.fields(GRPOConfig) if f.name == "gradient_checkpointing")
+    value = config.get("gradient_checkpointing", default)
+    return [] if value is None else ["--activation_checkpointing", "true" if value else "false"]
 
 
 def _set_up_outputs(training_args: Any, run_dir: Path) -> Path:

@@ -3,7 +3,8 @@
 launch.sh and sbatch.sh start it through `accelerate launch`; `finetune launch` calls `run_worker` in its
 own process when the run has a single training process, with the run it verified. Every process started
 here verifies the run (manifest, gate, vLLM) before it loads anything heavy, so launching the scripts by hand
-skips no check; `run_worker` itself takes the verified run and verifies nothing again.
+skips no check; `run_worker` itself takes the verified run and verifies nothing again. A worker trains under
+the run's lock (`launch.runlock`): the one its launch holds, or, started by hand, one rank 0 takes.
 `--print-model RUN_DIR` prints the model path the vLLM server must load (embedded/GGUF models resolved).
 """
 
@@ -15,8 +16,9 @@ import sys
 from pathlib import Path
 
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, render_problems
-from llm_finetuning.launch import LaunchRefused, VerifiedRun, verify_run
-from llm_finetuning.rundir import METRICS
+from llm_finetuning.launch import LaunchRefused, VerifiedRun, runlock, verify_run
+from llm_finetuning.launch.detach import forget_stale_launch
+from llm_finetuning.rundir import LAUNCH_LOCK, METRICS
 
 
 def run_worker(run: VerifiedRun, resume: bool, extra_args: list[str], progress: bool = True) -> int:
@@ -71,7 +73,27 @@ def main(argv: list[str] | None = None) -> int:
     except LaunchRefused as exc:
         print(render_problems(exc.problems, header=exc.header(ns.run_dir)), file=sys.stderr)
         return exc.exit_code
+    lock = _claim_on_rank_zero(run.run_dir)
+    if lock is False:
+        print(f"finetune launch: {run.run_dir} is already training (another launch holds "
+              f"{run.run_dir / LAUNCH_LOCK}); wait for it or stop it first", file=sys.stderr)
+        return EXIT_REJECTED
     return run_worker(run, ns.resume, extra)
+
+
+def _claim_on_rank_zero(run_dir: Path) -> runlock.RunLock | bool | None:
+    """The run's lock for a worker: None when the launch that started it holds it (`finetune launch` through
+    launch.sh) or on a rank other than 0; otherwise, for launch.sh or `accelerate launch` started by hand, rank 0
+    takes it and keeps it for its whole life (False: another launch holds it)."""
+    if runlock.held_by_ancestor(run_dir) or os.environ.get("RANK", "0") != "0":
+        return None
+    lock = runlock.claim(run_dir)
+    if lock is None:
+        return False
+    if not lock.inherited:
+        forget_stale_launch(run_dir)
+        lock.describe(os.getpid(), " ".join(sys.argv))
+    return lock
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ its result, and the final answer (the inspection report, `finetune review`). Pur
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -55,3 +56,86 @@ def completion_view(sample: dict[str, Any]) -> tuple[str, str]:
     if isinstance(episode, dict):
         return f"Episode ({episode_summary(episode)})", episode_transcript(episode)
     return "Completion", str(sample.get("completion", ""))
+
+
+# --- the review's screen: what a 24-line terminal holds --------------------------------------------------
+
+SPECIAL_TOKEN = re.compile(r"<\|[^|<>\s]{1,40}\|>|</?tool_response>")  # chat-format tokens, tool-result tags
+LINE = 76  # what a folded line keeps of its text on an 80-column terminal
+
+
+def _cut(text: str, width: int = LINE) -> str:
+    one = " ".join(str(text).split())
+    return one if len(one) <= width else one[: width - 1] + "…"
+
+
+def prompt_lines(prompt: Any) -> list[str]:
+    """A prompt folded for the review: the system prompt on one line, the worked episodes (the turns before the
+    last user message) summarised on one line, then the last user message in full. A plain string as it is."""
+    if not isinstance(prompt, list):
+        return [prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False, default=str)]
+    messages = [m for m in prompt if isinstance(m, dict)]
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not users:
+        return [json.dumps(prompt, ensure_ascii=False, default=str)]
+    last = users[-1]
+    lines = [f"[system, folded] {_cut(_content(m.get('content')), LINE - 17)}" for m in messages[:last]
+             if m.get("role") == "system"]
+    worked = [i for i in users if i < last]
+    if worked:
+        first = _cut(_content(messages[worked[0]].get("content")), 30)
+        answers = [m for m in messages[worked[0]:last] if m.get("role") == "assistant" and not m.get("tool_calls")]
+        shown = f" -> {_cut(_content(answers[0].get('content')), 12)}" if answers else ""
+        lines.append(f"[{len(worked)} worked episode(s), folded: {first!r}{shown} ...]")
+    lines.append(_content(messages[last].get("content")))
+    return lines
+
+
+def _schema_summary(schema: Any) -> str:
+    """A JSON schema of call arguments in a few words: `a in [57, 58], b in [57, 58]`."""
+    if not isinstance(schema, dict):
+        return _arguments(schema)
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return _cut(json.dumps(schema, ensure_ascii=False, default=str), 40)
+    parts = []
+    for name, sub in props.items():
+        sub = sub if isinstance(sub, dict) else {}
+        if "enum" in sub:
+            parts.append(f"{name} in {_arguments(sub['enum'])}")
+        elif "const" in sub:
+            parts.append(f"{name} = {_arguments(sub['const'])}")
+        else:
+            parts.append(f"{name}: {sub.get('type', 'any')}")
+    return ", ".join(parts)
+
+
+def reference_lines(reference: Any) -> list[str]:
+    """The reference summarised, one line a field: expected calls as `name(argument constraints)`, any other
+    value as compact JSON cut to the line (the inspection report keeps it whole)."""
+    if not isinstance(reference, dict):
+        return [_cut(reference if isinstance(reference, str) else json.dumps(reference, default=str))]
+    lines = []
+    for key, value in reference.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v for v in value):
+            calls = "; ".join(f"{v['name']}({_schema_summary(v.get('arguments'))})" for v in value)
+            lines.append(_cut(f"{key}: {len(value)} call(s): {calls}"))
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str,
+                                                                   separators=(",", ":"))
+            lines.append(_cut(f"{key}: {text}"))
+    return lines
+
+
+def special_tokens_in_turns(episode: dict[str, Any]) -> list[str]:
+    """`turn N: <|im_start|>, ...` for each model turn whose text holds raw chat-format tokens or tool-result
+    tags: the model wrote the format itself (a made-up tool result, a new user turn), which no reward may see."""
+    found, turn = [], 0
+    for m in episode.get("messages") or []:
+        if not isinstance(m, dict) or m.get("role") == "tool":
+            continue
+        turn += 1
+        tokens = list(dict.fromkeys(SPECIAL_TOKEN.findall(_content(m.get("content")))))
+        if tokens:
+            found.append(f"turn {turn}: {', '.join(tokens)}")
+    return found

@@ -12,12 +12,14 @@ import functools
 import importlib
 import logging
 import math
+import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief import Brief
+from llm_finetuning.errors import Problem, ProblemError
 from llm_finetuning.rewards.explain import call_explained
 
 if TYPE_CHECKING:
@@ -36,6 +38,49 @@ def _check_args(fn: str, args: dict[str, Any], where: str) -> None:
         err = errors[0]
         path = ".".join([where, *[str(p) for p in err.absolute_path]])
         raise ValueError(f"{path}: {err.message}")
+
+
+class RewardRaised(Exception):
+    """A user's reward function raised: its name, its `module:function` and the exception (`_run_reward` turns it
+    into the Problem `reward_raised`, naming the row)."""
+
+    def __init__(self, name: str, fn: str, error: BaseException) -> None:
+        super().__init__(f"{name} ({fn}) raised {type(error).__name__}: {error}")
+        self.name, self.fn, self.error = name, fn, error
+
+
+class RewardFailed(ProblemError):
+    """The Problem `reward_raised`, for every verb that scores (exit 2): which reward, on which row, what it raised,
+    where in the user's file, and the fix."""
+
+
+def _where_raised(error: BaseException, fn: str) -> str:
+    """`file:line` of the innermost frame in the user's module (the reward's own code), '' when none is. An
+    exception from the confined child carries the place the child found (`ProjectCodeError.where`)."""
+    where = getattr(error, "where", None)
+    if where is not None:
+        return str(where)
+    module = fn.split(":", 1)[0].replace(".", "/")
+    frames = traceback.extract_tb(error.__traceback__)
+    mine = [f for f in frames if Path(f.filename).with_suffix("").as_posix().endswith(module)]
+    chosen = mine or list(frames)[-1:]
+    return f"{Path(chosen[-1].filename).name}:{chosen[-1].lineno}" if chosen else ""
+
+
+def reward_failed(raised: RewardRaised, row: str, index: int | None) -> RewardFailed:
+    """The Problem for `raised` on `row` (which row, in words); `index` is the reward's position in the brief's
+    rewards."""
+    err = raised.error
+    at = _where_raised(err, raised.fn)
+    on = f"on {row}"
+    label = raised.name if raised.name == raised.fn else f"{raised.name} ({raised.fn})"
+    kind = getattr(err, "kind", None) or type(err).__name__  # a ProjectCodeError names the type the child saw
+    message = (f"reward {label} raised {kind}: {err} {on}"
+               f"{f', at {at}' if at else ''}")
+    fix = (f"fix {raised.fn}{f' ({at})' if at else ''}, then try it on a few rows with "
+           "`finetune score BRIEF ROWS.jsonl` before sampling again")
+    return RewardFailed([Problem("reward_raised", f"rewards[{index}]" if index is not None else "rewards", message,
+                                 fix)])
 
 
 class _Remote:
@@ -93,7 +138,10 @@ class CustomReward:
 
     def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
         func, kwargs = self._call_args(columns)
-        out = func(prompts=prompts, completions=completions, **kwargs)
+        try:
+            out = func(prompts=prompts, completions=completions, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the user's code: any exception is theirs to fix
+            raise RewardRaised(self.__name__, self.fn, exc) from exc
         return check_output(self.__name__, out, len(completions))
 
     def explained(self, prompts: list[Any], completions: list[Any],
@@ -101,7 +149,10 @@ class CustomReward:
         """The user's values with the explanations their function offers (`explained` or `explain`; see
         `rewards.explain`), else None for each."""
         func, kwargs = self._call_args(columns)
-        out, why = call_explained(func, prompts, completions, kwargs, self.__name__)
+        try:
+            out, why = call_explained(func, prompts, completions, kwargs, self.__name__)
+        except Exception as exc:  # noqa: BLE001 - the user's code: any exception is theirs to fix
+            raise RewardRaised(self.__name__, self.fn, exc) from exc
         return list(zip(check_output(self.__name__, out, len(completions)), why, strict=True))
 
 
@@ -214,8 +265,8 @@ def total_of(values: Iterable[float | None], weights: Iterable[float]) -> float 
     return sum(w * v for w, v in pairs) if pairs else None
 
 
-def _run_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], columns: dict[str, Any],
-                explain: bool) -> tuple[list[float | None], list[str | None]]:
+def _call_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], columns: dict[str, Any],
+                 explain: bool) -> tuple[list[float | None], list[str | None]]:
     """One reward over a chunk: checked values, and explanations when asked for (else all None)."""
     if not explain:
         values = func(prompts=prompts, completions=completions, **columns)
@@ -224,14 +275,42 @@ def _run_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], co
     return check_output(func.__name__, values, len(completions)), why
 
 
+def _first_row_raising(func: RewardFunc, prompts: list[Any], completions: list[Any],
+                       columns: dict[str, Any]) -> int | None:
+    """The first row of a chunk on which `func` raises when called on that row alone (None: none does)."""
+    for i in range(len(completions)):
+        try:
+            func(prompts=prompts[i:i + 1], completions=completions[i:i + 1], **{k: v[i:i + 1] for k, v in columns.items()})
+        except RewardRaised:
+            return i
+        except Exception:  # noqa: BLE001, S112 - only the user's own exception names the row
+            continue
+    return None
+
+
+def _run_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], columns: dict[str, Any],
+                explain: bool, start: int, index: int | None,
+                describe: Callable[[int], str]) -> tuple[list[float | None], list[str | None]]:
+    """`_call_reward`; a user's reward that raises ends in `RewardFailed`, naming (`describe`) the first row,
+    counted from `start`, on which it raises."""
+    try:
+        return _call_reward(func, prompts, completions, columns, explain)
+    except RewardRaised as raised:
+        row = _first_row_raising(func, prompts, completions, columns)
+        where = (describe(start + row) if row is not None
+                 else f"{describe(start)} to {describe(start + len(completions) - 1)} (no single row raises alone)")
+        raise reward_failed(raised, where, index) from raised.error
+
+
 def score_rows(brief: Brief, rows: list[dict[str, Any]], *, chunk_size: int = 256,
                progress: Callable[[int], None] | None = None, tokenizer: Any = None,
                funcs: tuple[list[RewardFunc], list[float]] | None = None,
-               explain: bool = False) -> list[dict[str, Any]]:
+               explain: bool = False, describe: Callable[[int], str] | None = None) -> list[dict[str, Any]]:
     """See `llm_finetuning.rewards.score_rows`. `progress(n)` is called after each chunk of n rows.
 
     `explain`: each row also gets `explanations` ({name: why or None}), from rewards that offer them
-    (`rewards.explain`).
+    (`rewards.explain`). A user's reward that raises ends in `RewardFailed` (exit 2) naming the reward, the first
+    row it raises on (`describe(i)` says row i in words; default "row i") and the exception.
     """
     for i, row in enumerate(rows):
         validate_row(row, f"row {i}")
@@ -242,7 +321,9 @@ def score_rows(brief: Brief, rows: list[dict[str, Any]], *, chunk_size: int = 25
     for start in range(0, len(rows), chunk_size):
         chunk = rows[start: start + chunk_size]
         prompts, completions, columns = _batch(chunk)
-        per_func = [_run_reward(f, prompts, completions, columns, explain) for f in reward_funcs]
+        per_func = [_run_reward(f, prompts, completions, columns, explain, start,
+                                i if i < len(brief.rewards) else None, describe or "row {}".format)
+                    for i, f in enumerate(reward_funcs)]
         for j in range(len(chunk)):
             values = [vals[j] for vals, _ in per_func]
             scored: dict[str, Any] = {"index": start + j,

@@ -14,7 +14,8 @@ through this package, and the gate reads a `grpo.deviation` run's diagnosis thro
 - `checkpoints/checkpoint-<step>/`: the saves, each counted once its COMPLETE marker exists (`rundir.checkpoints`);
 - `model/`: the final weights or LoRA adapter, with the tokenizer;
 - `launch.pid`, `launch.log`, `launch.exit.json`: a `finetune launch --detach`'s pid record, its output and how it
-  ended (their formats: `launch.detach`).
+  ended (their formats: `launch.detach`); `launch.lock`: the lock a training launch holds for its whole life
+  (`launch.runlock`); `stop.request`: `finetune stop`'s request, read by the trainer at each step's end.
 
 The names are spelled here only (a test in tests/structure holds every other module to these constants).
 
@@ -51,6 +52,9 @@ END_EVENT = "end"  # metrics.jsonl's last row once training reached max_steps
 LAUNCH_PID = "launch.pid"
 LAUNCH_LOG = "launch.log"
 LAUNCH_EXIT = "launch.exit.json"
+# The run's own lock (held by the launch that trains, `launch.runlock`) and `finetune stop`'s request to checkpoint.
+LAUNCH_LOCK = "launch.lock"
+STOP_REQUEST = "stop.request"
 
 
 def metrics_rows(run_dir: Path) -> list[dict[str, Any]]:

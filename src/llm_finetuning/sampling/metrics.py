@@ -94,8 +94,10 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def verdict(fig: dict[str, Any], k: int, max_completion_length: int) -> Verdict:
-    """The learning-signal verdict on baseline figures, with the cheapest fixes first."""
+def verdict(fig: dict[str, Any], k: int, max_completion_length: int, num_generations: int | None = None) -> Verdict:
+    """The learning-signal verdict on baseline figures measured with k completions a prompt at
+    `max_completion_length` (the record's own settings), with the cheapest fixes first; `num_generations`, the
+    group size training uses, when the brief says it."""
     advice: list[str] = []
     truncated = float(fig["frac_truncated"])
     lengthen = (f"lengthen completions: {_pct(truncated)} were cut at grpo.max_completion_length="
@@ -117,8 +119,12 @@ def verdict(fig: dict[str, Any], k: int, max_completion_length: int) -> Verdict:
     if fig["frac_groups_all_tie"] >= MOSTLY_TIED:
         if truncated >= TRUNCATION_WARN:
             advice.append(lengthen)
+        if num_generations is not None and num_generations != k:
+            advice.append(f"measure at training's group size: this baseline sampled k={k} completions a prompt, "
+                          f"training samples grpo.num_generations={num_generations}; run `finetune baseline` "
+                          "without --k")
         advice += [
-            f"more completions per group (grpo.num_generations above {k}) or a higher grpo.temperature, "
+            f"more completions per group than k={k} (raise grpo.num_generations) or a higher grpo.temperature, "
             "so that more groups mix successes and failures",
             "easier prompts (or SFT first) so that successes are not rare",
         ]

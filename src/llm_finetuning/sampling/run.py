@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from llm_finetuning.brief import Brief
@@ -91,8 +92,10 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
     `indices` (rows of the split), `settings` and `system_prompt` ("" for none; None: the brief's) replace
     what the brief would choose: `finetune eval` samples the trained model on the baseline's prompts with the baseline's settings.
     """
-    from llm_finetuning.models import model_identity, resolve_model
+    from llm_finetuning.models import model_identity, require_reachable, resolve_model
 
+    if not endpoint:  # before torch is imported: a hub model neither cached nor reachable stops here
+        require_reachable(brief.model, brief.folder)
     chosen = choose_backend(backend, endpoint, vllm_installed(), cuda_available() if not endpoint else False)
     data_split = load_split(brief, split)
     require_columns(brief.data, brief.rewards, data_split.rows, f"{data_split.yaml_path} ({data_split.source})")
@@ -112,8 +115,13 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
         identity = resolved.identity
         engine = make_backend(chosen, resolved, model.dtype)
     started = time.monotonic()
+    tokenizer = getattr(engine, "tokenizer", None)
+
+    def first_call(head: list[SampledPrompt], groups: list[list[Completion]]) -> None:
+        probe_rewards(brief, head, groups, data_split.source, tokenizer)
+
     with SamplingProgress(len(prompts), k, desc=desc) as bar:
-        groups = generate_groups(engine, brief, prompts, settings, bar)
+        groups = generate_groups(engine, brief, prompts, settings, bar, first_call)
     seconds = time.monotonic() - started
     for p, group in zip(prompts, groups, strict=True):
         p.completions = group
@@ -121,17 +129,51 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
                        getattr(engine, "tokenizer", None))
 
 
+FirstChunk = Callable[[list[SampledPrompt], list[list[Completion]]], None]
+
+
 def generate_groups(engine: Any, brief: Brief, prompts: list[SampledPrompt], settings: SamplingSettings,
-                    bar: SamplingProgress) -> list[list[Completion]]:
-    """k completions a prompt, or k episodes for a tool-use brief: what every sampler of a brief calls."""
+                    bar: SamplingProgress, first_chunk: FirstChunk | None = None) -> list[list[Completion]]:
+    """k completions a prompt, or k episodes for a tool-use brief: what every sampler of a brief calls.
+
+    `first_chunk(prompts, groups)` is called once the first batch is sampled, before the rest is (the rewards'
+    first call). The first batch is sampled as a call of its own, with the seed the whole call would have given
+    it and the rest's seed moved on by as many prompts, so every completion is the one a single call samples."""
     spec = brief.episode
     if spec is not None:
-        return sample_episodes(engine, brief, spec, prompts, settings, bar)
-    return list(engine.generate([p.messages for p in prompts], settings, bar))
+        return sample_episodes(engine, brief, spec, prompts, settings, bar, first_chunk)
+    conversations = [p.messages for p in prompts]
+    if first_chunk is None:
+        return list(engine.generate(conversations, settings, bar))
+    n = _prompts_per_batch(engine, settings)
+    head = list(engine.generate(conversations[:n], settings, bar))
+    first_chunk(prompts[:n], head)
+    if len(prompts) <= n:
+        return head
+    tail = engine.generate(conversations[n:], replace(settings, seed=settings.seed + n), bar)
+    return head + [[replace(c, prompt_index=c.prompt_index + n) for c in group] for group in tail]
+
+
+def _prompts_per_batch(engine: Any, settings: SamplingSettings) -> int:
+    """How many prompts a backend samples in one batch (transformers' batches of `batch_sequences`)."""
+    return max(1, int(getattr(engine, "batch_sequences", 32)) // settings.k)
+
+
+def probe_rewards(brief: Brief, head: list[SampledPrompt], groups: list[list[Completion]], source: str,
+                  tokenizer: Any) -> None:
+    """The rewards' first call, on the first prompt's completions as soon as they are sampled: a reward that
+    raises ends the verb here (`rewards.build.RewardFailed`, exit 2) rather than after every prompt is sampled.
+    The values are thrown away; `score_run` scores every completion later."""
+    from llm_finetuning.rewards import score_rows
+
+    first = SampledPrompt(head[0].row_index, head[0].row, head[0].messages, groups[0])
+    rows, describe = _score_rows_of(brief, [first], source)
+    score_rows(brief, rows, describe=describe, **({"tokenizer": tokenizer} if tokenizer is not None else {}))
 
 
 def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[SampledPrompt],
-                    settings: SamplingSettings, bar: SamplingProgress) -> list[list[Completion]]:
+                    settings: SamplingSettings, bar: SamplingProgress,
+                    first_chunk: FirstChunk | None = None) -> list[list[Completion]]:
     """k episodes a prompt through `sampling.episode.run_episodes`, as Completions that carry them."""
     from llm_finetuning.sampling.episode import load_toolbox, prepare_tokenizer, run_episodes
 
@@ -148,20 +190,23 @@ def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[
         turn[0] += 1
         return list(engine.generate_ids(batch, max_new, settings, settings.seed + 100_003 * turn[0]))
 
-    episodes: list[list[Any]] = []
-    per_chunk = max(1, int(getattr(engine, "batch_sequences", 32)) // settings.k)  # the bar moves per chunk
+    groups: list[list[Completion]] = []
+    per_chunk = _prompts_per_batch(engine, settings)  # the bar moves per chunk
     for start in range(0, len(prompts), per_chunk):
         chunk = prompts[start:start + per_chunk]
-        episodes += run_episodes(engine.tokenizer, generate, [p.messages for p in chunk], [p.row for p in chunk],
-                                 toolbox, k=settings.k, max_turns=spec.max_turns,
-                                 max_completion_length=settings.max_completion_length,
-                                 chat_template_kwargs=settings.chat_template_kwargs)
+        episodes = run_episodes(engine.tokenizer, generate, [p.messages for p in chunk], [p.row for p in chunk],
+                                toolbox, k=settings.k, max_turns=spec.max_turns,
+                                max_completion_length=settings.max_completion_length,
+                                chat_template_kwargs=settings.chat_template_kwargs)
+        groups += [[Completion(start + i, j, e.final_answer, e.truncated, e.model_tokens, e.to_json())
+                    for j, e in enumerate(group)] for i, group in enumerate(episodes)]
         bar.advance(len(chunk), len(chunk) * settings.k)
+        if start == 0 and first_chunk is not None:
+            first_chunk(chunk, groups)
     hung = toolbox.hung.warning() if toolbox.hung is not None else None
     if hung:
         bar.note(hung)
-    return [[Completion(i, j, e.final_answer, e.truncated, e.model_tokens, e.to_json()) for j, e in enumerate(group)]
-            for i, group in enumerate(episodes)]
+    return groups
 
 
 def prompts_at(brief: Brief, data_split: DataSplit, indices: list[int], system_prompt: str | None) -> list[SampledPrompt]:
@@ -184,24 +229,33 @@ def score_run(brief: Brief, run: SamplingRun, explain: bool = False) -> None:
 
     from llm_finetuning.rewards import score_rows
 
-    field_name = brief.data.prompt_field
-    rows = []
-    for p in run.prompts:
-        for c in p.completions:
-            row = dict(p.row)
-            row["prompt"] = p.row[field_name]
-            row["completion"] = c.episode["messages"] if c.episode else c.text
-            rows.append(row)
+    rows, describe = _score_rows_of(brief, run.prompts, run.split.source)
     kwargs: dict[str, Any] = {}
     if run.tokenizer is not None:
         kwargs["tokenizer"] = run.tokenizer
     with tqdm(total=len(rows), desc="Scoring", unit="completion", file=sys.stderr, dynamic_ncols=True,
               mininterval=0.5) as bar:
-        scored = score_rows(brief, rows, progress=bar.update, explain=explain, **kwargs)
+        scored = score_rows(brief, rows, progress=bar.update, explain=explain, describe=describe, **kwargs)
     it = iter(scored)
     for p in run.prompts:
         p.scores = [_with_environment_reward({k: s[k] for k in ("rewards", "total", "explanations") if k in s}, c)
                     for c, s in zip(p.completions, it, strict=False)]
+
+
+def _score_rows_of(brief: Brief, prompts: list[SampledPrompt],
+                   source: str) -> tuple[list[dict[str, Any]], Callable[[int], str]]:
+    """The rows `score_rows` takes for every completion of `prompts` (the data row, its prompt, the completion),
+    and what row i is in words: "completion j of data row R (SOURCE)"."""
+    field_name = brief.data.prompt_field
+    rows, where = [], []
+    for p in prompts:
+        for j, c in enumerate(p.completions):
+            row = dict(p.row)
+            row["prompt"] = p.row[field_name]
+            row["completion"] = c.episode["messages"] if c.episode else c.text
+            rows.append(row)
+            where.append(f"completion {j} of data row {p.row_index} ({source})")
+    return rows, where.__getitem__
 
 
 def _with_environment_reward(score: dict[str, Any], completion: Completion) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import inspect
 import json
 import sys
 import threading
+import traceback
 import types
 from typing import Any
 
@@ -131,7 +132,15 @@ class Child:
             value = getattr(self, "op_" + str(req["op"]))(req)
             self.reply({"id": req["id"], "ok": plain(value)})
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent as data
-            self.reply({"id": req["id"], "error": {"type": type(exc).__name__, "message": str(exc)}})
+            self.reply({"id": req["id"], "error": {"type": type(exc).__name__, "message": str(exc),
+                                                   "where": self.where(exc)}})
+
+    def where(self, exc: BaseException) -> str:
+        """`file:line` of the innermost frame in a sent module (the project's own code), '' when none is: the
+        traceback's frames do not cross the pipe, so the place is sent as text."""
+        files = {sent["file"] for sent in self.sources.modules.values()}
+        mine = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in files]
+        return f"{mine[-1].filename.rsplit('/', 1)[-1]}:{mine[-1].lineno}" if mine else ""
 
     def run(self) -> None:
         for line in sys.stdin:

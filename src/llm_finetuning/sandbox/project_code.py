@@ -55,11 +55,13 @@ class ConfinementUnavailable(ProblemError):
 
 
 class ProjectCodeError(Exception):
-    """An exception the project's code raised in the child: `str()` is its message, `kind` its type's name."""
+    """An exception the project's code raised in the child: `str()` is its message, `kind` its type's name,
+    `where` the `file:line` of the innermost frame in the project's own files ('' when none was)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, where: str = "") -> None:
         super().__init__(message)
         self.kind = kind
+        self.where = where
 
 
 class ShapeError(ProjectCodeError):
@@ -169,7 +171,8 @@ class ProjectCode:
                 continue
             if "error" in message:
                 err = message["error"]
-                future.set_exception(ProjectCodeError(str(err.get("type")), str(err.get("message"))))
+                future.set_exception(ProjectCodeError(str(err.get("type")), str(err.get("message")),
+                                                      str(err.get("where") or "")))
             else:
                 future.set_result(unplain(message.get("ok")))
         with self._lock:

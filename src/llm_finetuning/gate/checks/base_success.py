@@ -49,9 +49,11 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
             "use easier prompts, a finer-grained reward (partial credit), or a larger grpo.num_generations"))
     truncated = b["frac_truncated"]
     if truncated >= TRUNCATED_WARN:
+        measured = (b.get("sampling") or {}).get("max_completion_length")
+        cap = measured if isinstance(measured, int) else brief.grpo.max_completion_length
         results.append(CheckResult(
             ID, WARN, "grpo.max_completion_length", f"{truncated:.0%} of baseline completions were cut at "
-            f"max_completion_length ({brief.grpo.max_completion_length} tokens)",
+            f"max_completion_length ({cap} tokens, the baseline's setting)",
             "raise grpo.max_completion_length or ask for a shorter answer in the prompt, then run "
             f"`finetune baseline {shown(brief.path)}` again"))
     return results + settings_warnings(brief, b)
