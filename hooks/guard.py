@@ -132,6 +132,9 @@ SKIP_DIRS = {"node_modules", "__pycache__", ".venv", "venv", ".git", "site-packa
              ".ruff_cache", ".pytest_cache"}
 GLOB_BUDGET = 20000  # directory entries one call may list to expand globs and search folders
 FIX_LAUNCH = "run `finetune gate BRIEF`, follow its fixes, then `finetune render BRIEF -o RUN_DIR`, and launch that RUN_DIR"
+BROKER_LAUNCH = "mcp__plugin_llm-finetuning_finetune__launch"  # the broker's tool (docs/claude-code.md, "The broker")
+FIX_BROKER_LAUNCH = (f"launch through the plugin's broker: call the `{BROKER_LAUNCH}` tool with "
+                     '{"run_dir": "RUN_DIR"}; it verifies the run and starts it detached, outside the sandbox')
 FIX_TRAIN = ("run `finetune gate BRIEF` and follow its fixes, then `finetune render BRIEF -o RUN_DIR` and "
              "`finetune launch RUN_DIR --detach`")
 WHY_RECORDS = ("Records are written only by `finetune baseline`, `finetune inspect` and `finetune calibrate-judge`, "
@@ -1496,7 +1499,25 @@ def run_dir_problems(run_dir: Path) -> list[str]:
     return []
 
 
-def check_launches(run_dirs: list[Path]) -> None:
+def sandboxed_project(here: Path) -> bool:
+    """The project's Claude Code settings (`settings.local.json` over `settings.json`) turn the sandbox on, as
+    `finetune protect` does: there a run started from the Bash tool would end with the call."""
+    root = Path(os.environ.get("CLAUDE_PROJECT_DIR") or here)
+    enabled = None
+    for name in ("settings.json", "settings.local.json"):
+        try:
+            sandbox = json.loads((root / ".claude" / name).read_text(encoding="utf-8")).get("sandbox")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(sandbox, dict) and "enabled" in sandbox:
+            enabled = sandbox["enabled"]
+    return enabled is True
+
+
+def check_launches(run_dirs: list[Path], here: Path) -> None:
+    if run_dirs and sandboxed_project(here):
+        raise Denied(f"launch refused: in this protected project the Bash tool runs sandboxed, where a run cannot "
+                     f"outlive the call and the gate cannot be judged from the agent's side. Fix: {FIX_BROKER_LAUNCH}")
     reasons = [f"{d}: {p}" for d in dict.fromkeys(run_dirs) for p in run_dir_problems(d)]
     if reasons:
         raise Denied("launch refused: " + " | ".join(reasons) + f". Fix: {FIX_LAUNCH}")
@@ -1516,7 +1537,7 @@ def decide(event: dict[str, Any]) -> str | None:
         if tool == "Bash":
             command = tool_input.get("command")
             if isinstance(command, str):
-                check_launches(check_bash(command, here))
+                check_launches(check_bash(command, here), here)
         elif tool in FILE_TOOLS:
             check_file_tool(str(tool), tool_input, here)
     except Denied as denial:

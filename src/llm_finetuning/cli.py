@@ -32,6 +32,7 @@ VERBS: dict[str, str] = {
     "demo": "demo",
     "install-command": "install_command",
     "protect": "protect",
+    "broker": "broker",
 }
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from messages_server import ScriptedModel, SideHandler, Step, default_side
+from messages_server import ScriptedModel, SideHandler, Step, ToolCall, default_side
 from transcript import Transcript, render_markdown
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +41,8 @@ PLUGIN_ID = f"{PLUGIN}@{MARKETPLACE}"
 AGENT = "llm-finetuning-training-engineer"
 AGENT_TYPE = f"{PLUGIN}:{AGENT}"  # how Claude Code 2.1.x names a plugin agent for the Agent tool
 DEFAULT_TOOLS = "Bash,Read,Edit,Write,Agent,Skill"
+BROKER_PREFIX = f"mcp__plugin_{PLUGIN}_finetune__"  # the broker's tools as the model calls them (docs/claude-code.md)
+BROKER_SERVER = BROKER_PREFIX.rstrip("_")  # a permission rule that allows every tool of the server
 DUMMY_KEY = "sk-ant-scripted-model-no-network"
 
 # a test marked so also runs with the newest Claude Code release when it differs from the pin
@@ -152,6 +154,11 @@ class Chat:
                             time.monotonic() - started, list(model.other_calls))
         self.runs.append(result)
         return result
+
+
+def broker(tool: str, text: str = "", **arguments: object) -> ToolCall:
+    """The model calls one of the broker's MCP tools (`broker("gate", brief="brief.yaml")`)."""
+    return ToolCall(BROKER_PREFIX + tool, dict(arguments), text)
 
 
 def _text(data: bytes | str | None) -> str:

@@ -10,8 +10,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import AGENT, AGENT_TYPE, REPO, Chat, both_clients
-from messages_server import Request, Text, ToolCall
+from harness import (
+    AGENT,
+    AGENT_TYPE,
+    BROKER_PREFIX,
+    BROKER_SERVER,
+    DEFAULT_TOOLS,
+    REPO,
+    Chat,
+    both_clients,
+    broker,
+)
+from messages_server import Request, Text, ToolCall, result_text
 
 pytestmark = pytest.mark.plugin
 
@@ -104,12 +114,14 @@ def test_training_engineer_agent_runs_with_its_own_prompt_and_only_its_tools(cha
     fields, body = frontmatter_and_body(AGENT_FILE)
     marker = body.strip().splitlines()[0]  # the body's first line, as it appears in the agent's system prompt
     agent_steps = [ToolCall("Bash", {"command": "finetune check brief.yaml", "description": "Check the brief"}),
-                   lambda request: Text("Agent report: " + request.last_tool_result().splitlines()[0])]
+                   broker("check", brief="brief.yaml"),
+                   lambda request: Text("Agent report: " + result_text(request.tool_results()[-2]).splitlines()[0])]
     result = chat.run("Train on brief.yaml",
                       [ToolCall("Agent", {"description": "Gate and train", "subagent_type": AGENT_TYPE,
                                           "prompt": "Run brief.yaml through the Phase 1 gate."}),
                        Text("Waiting for the training engineer.")],
-                      agents={AGENT: (marker, agent_steps)}, timeout=90)
+                      agents={AGENT: (marker, agent_steps)}, timeout=90,
+                      allowed_tools=f"{DEFAULT_TOOLS},{BROKER_SERVER}")  # the person allows the broker's tools
 
     role = f"agent:{AGENT}"
     transcript = result.transcript
@@ -119,10 +131,15 @@ def test_training_engineer_agent_runs_with_its_own_prompt_and_only_its_tools(cha
     main_tools = set(transcript.tool_lists("main")[0])
     declared = {name.strip() for name in fields["tools"].split(",")}
     for tools in transcript.tool_lists(role):
-        # only the frontmatter's tools, as far as this client has them (Glob and Grep are not separate tools)
-        assert set(tools) == declared & main_tools, tools
+        # only the frontmatter's tools, as far as this client has them (Glob and Grep are not separate tools); the
+        # broker's MCP tools are deferred: a placeholder stands for them until they are loaded
+        builtin = {t for t in tools if not t.startswith(BROKER_PREFIX)} - {"DeferredToolPlaceholder"}
+        assert builtin == declared & main_tools and set(tools) - builtin <= declared | {"DeferredToolPlaceholder"}
+    assert {t for t in declared if t.startswith(BROKER_PREFIX)}  # the broker's tools, called below
     assert "Run brief.yaml through the Phase 1 gate." in transcript.user_text(role)
     [check] = transcript.calls_to("Bash", role)
     assert check.result is not None and "valid brief 'math-exact'" in check.result
+    [brokered] = transcript.calls_to(BROKER_PREFIX + "check", role)  # the agent reaches the broker's tools
+    assert json.loads(brokered.result or "{}")["result"]["name"] == "math-exact", brokered
     # the main loop heard the agent's final report
     assert "Agent report: brief.yaml: valid brief 'math-exact'" in transcript.everything_sent("main")

@@ -45,10 +45,10 @@ def test_it_fences_the_records_claude_folders_and_the_key(project: Path, tmp_pat
     assert (sandbox["enabled"], sandbox["failIfUnavailable"], sandbox["allowUnsandboxedCommands"]) == (True, True, False)
     denied = [str(project / "records"), str(project / ".claude"), str(project / ".llm-finetuning"),
               str(locations.user_config_dir()), str(claude_config_dir() / "plugins"),
-              str(claude_config_dir() / "settings.json")]
+              str(claude_config_dir() / "settings.json"), str(project / ".mcp.json")]
     assert sandbox["filesystem"] == {"denyWrite": denied, "denyRead": [str(tmp_path / "keys")]}
     assert written["permissions"]["deny"] == [
-        *(f"Edit(/{p}/**)" for p in denied[:-1]), f"Edit(/{denied[-1]})", f"Read(/{tmp_path}/keys/**)"]
+        *(f"Edit(/{p}/**)" for p in denied[:-2]), *(f"Edit(/{p})" for p in denied[-2:]), f"Read(/{tmp_path}/keys/**)"]
     assert out.splitlines()[:2] == [
         f"wrote {project}/.claude/settings.json: Claude Code's sandbox is on in {project} and fails closed "
         "(no unsandboxed fallback; dangerouslyDisableSandbox is ignored)", "briefs: brief.yaml"]
@@ -63,7 +63,7 @@ def test_the_persons_settings_are_kept_and_a_second_run_changes_nothing(project:
     assert protect(project)[0] == 0
     first = (project / ".claude" / "settings.json").read_bytes()
     written = json.loads(first)
-    assert written["model"] == "opus" and written["permissions"]["allow"] == ["Bash(ls:*)"]
+    assert written["model"] == "opus" and written["permissions"]["allow"][0] == "Bash(ls:*)"
     assert written["permissions"]["deny"][0] == "Read(./.env)"
     assert written["sandbox"]["excludedCommands"] == ["docker"]
     assert written["sandbox"]["filesystem"]["denyWrite"][:2] == ["secrets", str(project / "records")]
@@ -173,3 +173,59 @@ def test_a_virtual_environment_in_the_project_is_reported(project: Path) -> None
     (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     code, _, err = protect(project)
     assert code == 0 and f"warning: {project}/.venv is a virtual environment inside the project" in err
+
+
+def install_record(config: Path, marketplace: Path, cache: Path) -> None:
+    """Claude Code's record of the plugin installed from a marketplace added from a local folder."""
+    plugins = config / "plugins"
+    plugins.mkdir(parents=True, exist_ok=True)
+    (plugins / "installed_plugins.json").write_text(json.dumps({"version": 2, "plugins": {
+        "llm-finetuning@llm-finetuning-marketplace": [{"scope": "user", "installPath": str(cache)}]}}))
+    (plugins / "known_marketplaces.json").write_text(json.dumps({"llm-finetuning-marketplace": {
+        "source": {"source": "directory", "path": str(marketplace)}, "installLocation": str(marketplace)}}))
+
+
+def test_it_pins_the_plugins_broker_and_allows_its_tools(project: Path, tmp_path: Path) -> None:
+    from llm_finetuning.broker import TOOL_PREFIX, TOOLS
+
+    repo = Path(__file__).resolve().parents[2]
+    marketplace, cache = tmp_path / "checkout", tmp_path / "claude-config" / "plugins" / "cache" / "0.1.0"
+    for root in (marketplace, cache):
+        (root / ".claude-plugin").mkdir(parents=True)
+        for name in (".mcp.json", ".claude-plugin/marketplace.json"):
+            shutil.copy(repo / name, root / name)
+    install_record(tmp_path / "claude-config", marketplace, cache)
+    code, out, err = protect(project)
+    assert code == 0, err
+    written = settings(project)
+    # the plugin's own .mcp.json with its folder substituted: the command Claude Code starts, matched exactly
+    assert written["allowedMcpServers"] == [{"serverCommand": ["sh", f"{root}/bin/finetune", "broker"]}
+                                            for root in (cache, marketplace)]
+    assert written["permissions"]["allow"] == [TOOL_PREFIX + tool for tool in TOOLS]
+    assert not {"review", "keys", "protect"} & set(TOOLS)
+    assert f"MCP servers: only the plugin's broker starts here ({cache}, {marketplace})" in out
+    assert protect(project)[1].startswith(f"{project}/.claude/settings.json: already protected")
+
+
+def test_a_project_server_with_the_brokers_command_is_refused(project: Path, tmp_path: Path) -> None:
+    """`allowedMcpServers` matches a command, not its environment: a project .mcp.json entry with the broker's exact
+    command would start in its place with an environment of its own (tests/redteam/test_redteam_broker.py)."""
+    repo = Path(__file__).resolve().parents[2]
+    cache = tmp_path / "cache"
+    (cache / ".claude-plugin").mkdir(parents=True)
+    shutil.copy(repo / ".mcp.json", cache / ".mcp.json")
+    install_record(tmp_path / "claude-config", tmp_path / "no-marketplace", cache)
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"finetune": {
+        "command": "sh", "args": [f"{cache}/bin/finetune", "broker"], "env": {"PATH": "/tmp/elsewhere"}}}}))
+    code, out, err = protect(project)
+    assert code == 2 and not (project / ".claude" / "settings.json").exists()
+    assert err == (f"error: {project}/.mcp.json: declares the server 'finetune' with the broker's own command: Claude "
+                   "Code would start it in the broker's place, outside the sandbox, with the environment this file "
+                   "gives it; nothing written. Fix: remove that server from .mcp.json (the plugin declares the broker "
+                   "itself), then run `finetune protect` again\n")
+
+
+def test_without_the_plugin_installed_no_mcp_server_may_start(project: Path) -> None:
+    code, out, err = protect(project)
+    assert code == 0 and settings(project)["allowedMcpServers"] == []
+    assert "the llm-finetuning plugin is not installed in Claude Code" in err and "no MCP server starts" in err

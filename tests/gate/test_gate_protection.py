@@ -134,6 +134,20 @@ def test_records_outside_the_fenced_folders_fail(project: Path) -> None:
     assert f"the records folder {project}/elsewhere lies outside the folders `finetune protect` fenced" in rows[0]["reason"]
 
 
+def test_in_the_broker_a_readable_key_is_the_persons_side_and_the_settings_decide(project: Path, tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broker runs outside the sandbox as the person (docs/claude-code.md, "The broker"): it reads the key by
+    design, so there only the project's settings decide whether the agent is fenced."""
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "reviewer.ed25519").write_bytes(b"secret")
+    monkeypatch.setenv("LLM_FINETUNING_BROKER", "1")
+    [row] = protection_rows()
+    assert (row["verdict"], row["reason"]) == ("fail", f"inside Claude Code, {project}/.claude/settings.json does not exist")
+    write_settings(project, protected(project))
+    [row] = protection_rows()
+    assert row["verdict"] == "pass" and row["reason"].startswith("in the plugin's broker (outside the sandbox)"), row
+
+
 def test_the_briefs_opt_out_alone_does_not_count(project: Path) -> None:
     brief = project / "brief.yaml"
     brief.write_text(brief.read_text() + "protection:\n  required: false\n  reason: a throwaway container\n")

@@ -81,6 +81,22 @@ def test_a_run_rendered_after_a_passing_gate_is_let_through(command: str, render
     assert hook(command, rendered) is None
 
 
+@pytest.mark.parametrize("layer", ["settings.json", "settings.local.json"])
+def test_in_a_protected_project_a_bash_launch_goes_to_the_broker(rendered: Path, layer: str) -> None:
+    """With the sandbox on (`finetune protect`), a run started from the Bash tool would end with the call, and the
+    gate there cannot be judged from the agent's side: the launch belongs to the broker's tool
+    (docs/claude-code.md, "The broker"), even for a run that would pass; `--plan` still only prints."""
+    (rendered / ".claude").mkdir()
+    (rendered / ".claude" / layer).write_text(json.dumps({"sandbox": {"enabled": True}}))
+    for command in ("finetune launch runs/r1 --detach", "finetune launch runs/r1", "bash runs/r1/launch.sh"):
+        reason = denied(hook(command, rendered))
+        assert "in this protected project the Bash tool runs sandboxed" in reason
+        assert 'Fix: launch through the plugin\'s broker: call the `mcp__plugin_llm-finetuning_finetune__launch` ' \
+            'tool with {"run_dir": "RUN_DIR"}' in reason
+    assert hook("finetune launch runs/r1 --plan", rendered) is None
+    (rendered / ".claude" / "settings.local.json").write_text(json.dumps({"sandbox": {"enabled": False}}))
+    assert hook("finetune launch runs/r1 --detach", rendered) is None  # no sandbox: the run is judged as before
+
 def test_no_manifest_is_denied(rendered: Path) -> None:
     (rendered / "runs" / "hand-made").mkdir()
     reason = denied(hook("finetune launch runs/hand-made", rendered))

@@ -25,7 +25,8 @@ AGENT = "llm-finetuning-training-engineer"
 # 2.1.332 has no separate Glob or Grep tool)
 COMMAND_TOOLS = {"Bash(finetune gate:*)", "Bash(finetune render:*)", "Bash(finetune launch:*)",
                  "Bash(finetune status:*)", "Bash(finetune diagnose:*)", "Bash(finetune stop:*)", "Bash(finetune eval:*)",
-                 "Bash(grep -rlE:*)", "Read"}
+                 "Bash(grep -rlE:*)", "Read"} | {f"mcp__plugin_llm-finetuning_finetune__{tool}" for tool in (
+                     "gate", "render", "launch", "status", "diagnose", "stop", "eval", "job")}  # the broker's
 CLAUDE_CODE_CHECKED = (REPO / ".ci/claude-code-version").read_text().strip()  # the client the docs name
 # a bare `/finetune` typed as a command, not `/llm-finetuning:finetune` or a path such as commands/finetune.md
 BARE_SLASH = re.compile(r"(?<![\w.:/-])/finetune(?![\w./-])")
@@ -92,6 +93,18 @@ def test_components_are_where_the_manifest_expects_them() -> None:
     agent = frontmatter(REPO / "agents" / f"{AGENT}.md")
     assert agent["name"] == AGENT and len(agent["description"]) <= 1024
     assert "Bash" in [t.strip() for t in agent["tools"].split(",")]
+
+
+def test_the_command_and_the_agent_name_only_tools_the_broker_serves() -> None:
+    """The plugin's .mcp.json declares the broker as server `finetune`; every broker tool the command and the agent
+    name is one it serves, and the agent has all of them (docs/claude-code.md, "The broker")."""
+    from llm_finetuning.broker import SERVER_NAME, TOOL_PREFIX, TOOLS
+
+    assert list(json.loads((REPO / ".mcp.json").read_text())["mcpServers"]) == [SERVER_NAME]
+    command = {t.strip() for t in frontmatter(REPO / "commands/finetune.md")["allowed-tools"].split(",")}
+    agent = [t.strip() for t in frontmatter(REPO / "agents" / f"{AGENT}.md")["tools"].split(",")]
+    assert {t for t in command if t.startswith(TOOL_PREFIX)} <= {TOOL_PREFIX + t for t in TOOLS}
+    assert [t for t in agent if t.startswith(TOOL_PREFIX)] == [TOOL_PREFIX + t for t in TOOLS]
 
 
 def test_command_frontmatter_limits_its_tools() -> None:

@@ -37,7 +37,11 @@ LAYERS: dict[str, set[str]] = {
         "models",  # resolving a model id or folder for the verbs that sample
         "rundir",  # `finetune diagnose` writes the run's diagnosis.json
         "demo",  # `finetune demo` is a verb like the others
+        "broker",  # `finetune broker` serves it; `finetune protect` pins the broker's exact command
     },
+    # runs each verb as a child process; it reads a brief as data (YAML and the schema's defaults) to keep the
+    # files a verb would write or read inside the project
+    "broker": {"brief"},
     "demo": {"rundir"},  # drives the real CLI in subprocesses: it imports no stage, and reads the run's eval.json
     "gate": {
         "brief", "records", "memory", "reward_registry",
@@ -126,7 +130,7 @@ LAYERS: dict[str, set[str]] = {
 }
 # Layers whose module-level imports (followed through the package) must reach no ML library.
 CORE = ("cli", "commands", "brief", "gate", "render", "rewards", "records", "diagnose", "memory", "errors",
-        "fileio", "locations", "sandbox")
+        "fileio", "locations", "sandbox", "broker")
 HEAVY = {"torch", "transformers", "trl", "vllm", "peft", "accelerate", "datasets"}
 # The bottom of the stack: these import no other module of the package (FOUNDATION's `fileio` and `errors` aside).
 BOTTOM = ("reward_registry", "errors", "rundir")

@@ -23,6 +23,7 @@ NOT_WRITERS = {
     ("rundir/checkpoints.py", "set_aside_incomplete"),  # renames an uncommitted checkpoint folder aside
     ("export/folder.py", "export_model"),  # moves the merged model's files into the export being built
     ("sandbox/_zygote.py", "start_job"),  # the untrusted job's scratch working directory
+    ("broker/__init__.py", "__init__"),  # the folder the broker's jobs write their stdout and stderr to
 }
 WRITER_CALLS = {("os", "replace"), ("os", "fsync"), ("tempfile", "mkstemp"), ("tempfile", "mkdtemp")}
 

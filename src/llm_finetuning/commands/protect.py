@@ -5,8 +5,10 @@ Merges into `DIR/.claude/settings.json` (the person's other settings are kept): 
 closed, `dangerouslyDisableSandbox` ignored, and write and read denials, both in `sandbox.filesystem` (Bash
 and every process it starts) and as `Edit(...)`/`Read(...)` deny rules (the file tools), for every records
 folder the project's briefs name, `.claude/`, `.llm-finetuning/`, the user config folder, Claude Code's
-plugins and user settings, every folder Claude Code runs this plugin from, and the key folder. What each entry
-does on the pinned client: docs/security.md. Before writing it covers what was there before it: it refuses to run
+plugins and user settings, every folder Claude Code runs this plugin from, and the key folder. It pins the plugin's broker
+(`allowedMcpServers` with its exact command, so no other MCP server starts in the project; a project
+`.mcp.json` that declares that command is refused) and allows the broker's tools. What each entry does on the
+pinned client: docs/security.md. Before writing it covers what was there before it: it refuses to run
 inside Claude Code and refuses protected files with another hard link, removes from the other settings layers
 what would turn the sandbox or the hooks off, reports a virtual environment inside the project, and records the
 project and the folders it fenced in the user config folder (what the gate trusts inside Claude Code).
@@ -213,8 +215,9 @@ def record(project: Path, entry: Registered) -> Path:
 def command(project: Path, unprotected: str | None) -> None:
     """Turn Claude Code's sandbox on in PROJECT, failing closed, with the records, .claude/, the plugin's files
     and the reviewer's key outside what an agent's Bash commands and file tools may write or read."""
+    from llm_finetuning.broker import pinning_settings, project_servers_like_the_broker, server_command
     from llm_finetuning.fileio import atomic_write_bytes
-    from llm_finetuning.gate.protection import Protection, Registered, merged_settings
+    from llm_finetuning.gate.protection import Protection, Registered, claude_config_dir, merged_settings
 
     refuse_inside_claude_code()
     project = project.resolve()
@@ -226,7 +229,15 @@ def command(project: Path, unprotected: str | None) -> None:
     protection = Protection.for_project(project, records)
     target = locations.project_settings_path(project)
     existing = read_settings(target)  # an UnusableInput ends through the CLI's one conversion
-    settings = merged_settings(existing, protection.settings())
+    roots = [p for p in protection.plugin_locations if server_command(p) is not None]
+    like_the_broker = project_servers_like_the_broker(project, roots)
+    if like_the_broker:
+        raise UnusableInput(
+            f"declares the server {like_the_broker[0]!r} with the broker's own command: Claude Code would start it in "
+            "the broker's place, outside the sandbox, with the environment this file gives it; nothing written.",
+            "remove that server from .mcp.json (the plugin declares the broker itself), then run `finetune protect` "
+            "again", str(project / ".mcp.json"))
+    settings = merged_settings(merged_settings(existing, protection.settings()), pinning_settings(roots))
     refuse_hard_links(protection, project)
     record(project, Registered(tuple(protection.deny_write)))
     report_before_writing(project, warnings)
@@ -245,6 +256,14 @@ def command(project: Path, unprotected: str | None) -> None:
     click.echo("no Bash command or file tool may write: "
                + ", ".join(map(str, (*protection.deny_write, *protection.deny_write_files))))
     click.echo("nor read: " + ", ".join(map(str, protection.deny_read)))
+    if roots:
+        click.echo("MCP servers: only the plugin's broker starts here (" + ", ".join(map(str, roots)) + "), its "
+                   "tools allowed; add your own servers to allowedMcpServers in the settings to keep them")
+    else:
+        click.echo(f"warning: the llm-finetuning plugin is not installed in Claude Code ({claude_config_dir()}): no "
+                   "MCP server starts in this project, the broker included; install the plugin, then run "
+                   "`finetune protect` again", err=True)
     click.echo("Restart Claude Code in this project for it to apply. A brief added later is covered by running "
                "`finetune protect` again (until then the gate's protection check fails for it). The agent can no "
-               "longer write records here: run `finetune baseline`, `inspect` and `review` in your own terminal.")
+               "longer write records here: it runs baseline, inspect and launch through the plugin's broker; `finetune "
+               "review` stays yours, in your own terminal.")

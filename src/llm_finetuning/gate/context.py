@@ -45,6 +45,7 @@ class ProtectionFacts:
     key_path: Path | None = None  # the reviewer's private key (locations.private_key_path)
     key_readable: bool = False  # it could be opened from this process
     registered: Registered | None = None  # what the person recorded with `finetune protect` (gate.protection)
+    in_broker: bool = False  # run by the plugin's broker (LLM_FINETUNING_BROKER=1): the person's side, outside the sandbox
 
 
 @dataclass
@@ -192,7 +193,7 @@ def _load_protection(brief: Brief) -> ProtectionFacts:
     except OSError:
         readable = False
     return ProtectionFacts(os.environ.get("CLAUDECODE") == "1", project, merged, problem, key, readable,
-                           read_registry(project))
+                           read_registry(project), os.environ.get("LLM_FINETUNING_BROKER") == "1")
 
 
 def load_context(brief: Brief) -> GateContext:

@@ -147,8 +147,10 @@ class Protection:
         plugins = plugin_locations()
         write = [*records, project / ".claude", project / locations.PROJECT_DIR_NAME, locations.user_config_dir(),
                  claude_config_dir() / "plugins", *plugins]
+        # the project's .mcp.json: a server declared there runs outside the sandbox, as the person, and one with
+        # the broker's own command and an environment of its choosing would replace the broker (docs/security.md)
         return cls(tuple(dict.fromkeys(Path(os.path.abspath(p)) for p in write)),
-                   (Path(os.path.abspath(claude_config_dir() / "settings.json")),),
+                   (Path(os.path.abspath(claude_config_dir() / "settings.json")), project / ".mcp.json"),
                    (Path(os.path.abspath(locations.key_dir())),), tuple(plugins))
 
     def settings(self) -> dict[str, Any]:

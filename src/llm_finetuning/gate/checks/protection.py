@@ -1,7 +1,8 @@
 """The project protects its records and the reviewer's key when an agent runs the gate inside Claude Code.
 
 Inside Claude Code (the client sets CLAUDECODE=1 for its Bash commands) the check fails when the reviewer's
-private key opens from the gate's own process, or when the project's settings lack what `finetune protect`
+private key opens from the gate's own process (unless the plugin's broker runs the gate: it is the person's
+side, outside the sandbox, and reads the key by design), or when the project's settings lack what `finetune protect`
 writes (the sandbox on, failing closed, unsandboxed commands off, the brief's records folders denied for
 writing, the key folder for reading), or when the person has no record of protecting the project
 (`finetune protect` writes one in the user config folder, which the sandbox keeps read-only: a folder the agent
@@ -27,7 +28,7 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
         return [CheckResult(ID, PASS, PATH, "not run inside Claude Code (CLAUDECODE unset): a person's own "
                             "terminal, where nothing needs fencing in")]
     found = []
-    if facts.key_readable:
+    if facts.key_readable and not facts.in_broker:
         found.append(f"the reviewer's private key {facts.key_path} is readable from the gate's own process")
     folders = records_folders(brief.records.paths(), brief.folder)
     if facts.settings is None:
@@ -37,8 +38,9 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
         found += outside_registered(facts.registered, facts.project, folders)
     fix = FIX.format(project=facts.project)
     if not found:
-        return [CheckResult(ID, PASS, PATH, "inside Claude Code, and the sandbox fences the records and the "
-                            "reviewer's key in this project")]
+        where = "in the plugin's broker (outside the sandbox)" if facts.in_broker else "inside Claude Code"
+        return [CheckResult(ID, PASS, PATH, f"{where}, and the sandbox fences the records and the reviewer's key "
+                            "from the agent in this project")]
     opt_out = brief.protection
     left_open = facts.registered.unprotected if facts.registered is not None else ""
     if not opt_out.required and left_open:
