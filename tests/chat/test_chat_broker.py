@@ -7,6 +7,7 @@ ended; then status, diagnose and eval. Asserted on what the client sent back to 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -116,6 +117,8 @@ def test_the_whole_workflow_runs_from_the_chat_through_the_broker(chat: Chat, ti
     assert launch["exit_code"] == 0 and "started in the background, pid" in launch["stdout"], launch
     assert seen["status"][0]["result"]["state"] in ("running", "finished"), seen["status"]
     shell_status = second.transcript.calls_to("Bash")[0].result or ""
+    # the sandboxed shell sees the run's lock, not its pid (docs/render-launch.md): right from both sides
+    assert re.search(r'"state":\s*"(running|finished)"', shell_status), shell_status
     chat_ended = time.time()
 
     deadline = time.monotonic() + 600

@@ -34,3 +34,13 @@ def test_the_readme_is_a_front_page() -> None:
     """docs/development.md: the README is a front page (at most 2,000 words); the detail lives in docs/*.md."""
     words = len((REPO / "README.md").read_text(encoding="utf-8").split())
     assert words <= 2000, f"README.md has {words} words; move detail into docs/"
+
+
+def test_the_readmes_count_of_broker_era_red_team_tests_is_the_suites() -> None:
+    """The README's figure for the red-team tests of the broker and confinement design counts the tests in the
+    three files it names, so a test added or removed there changes the figure or fails here."""
+    files = ["test_redteam_trust.py", "test_redteam_confine.py", "test_redteam_broker.py"]
+    count = sum(len(re.findall(r"^def test_", (REPO / "tests" / "redteam" / f).read_text(encoding="utf-8"), re.M))
+                for f in files)
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert f"`test_redteam_broker.py`): {count} tests, and no attack in them has an effect" in readme
