@@ -1,7 +1,8 @@
 """A real CPU training run of the tiny model through a custom reward that runs in the confined child, and the
 launch race (docs/security.md, "What runs where"): the reward file swapped after `verify_run` checked it, as an
 agent could while the trainer loads the model. The run trains on the bytes that were verified: every reward in
-metrics.jsonl and completions.jsonl is the verified reward's 0.25, never the swapped one's 0.777."""
+metrics.jsonl and completions.jsonl is the verified reward's 0.25, never the swapped one's 0.777; and the
+held-out evaluation during training scores with the verified bytes too."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ def model(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return copy_model(tiny_model_dir, tmp_path_factory.mktemp("m") / "tiny")
 
 
-def custom_reward_brief(folder: Path, model: Path) -> Path:
-    """The tiny launch brief with one custom reward, `race_reward:score`, and records bound to it."""
+def custom_reward_brief(folder: Path, model: Path, source: str = VERIFIED, extra: str = "") -> Path:
+    """The tiny launch brief with one custom reward, `race_reward:score` (`source`), and records bound to it."""
     from _synthetic import synthetic_records
 
     from llm_finetuning.brief import load_brief
@@ -34,10 +35,10 @@ def custom_reward_brief(folder: Path, model: Path) -> Path:
     (folder / "data").mkdir()
     rows = (repo / "examples" / "json-person" / "data" / "train.jsonl").read_text().splitlines()[:16]
     (folder / "data" / "train.jsonl").write_text("\n".join(rows) + "\n")
-    (folder / "race_reward.py").write_text(VERIFIED)
+    (folder / "race_reward.py").write_text(source)
     text = TINY_BRIEF.replace("  - fn: json_schema\n    args: {{schema_field: schema}}\n", "  - fn: race_reward:score\n")
     path = folder / "brief.yaml"
-    path.write_text(text.format(model=model, max_steps=2, save_steps=2, gpus=0, generation="transformers", extra=""))
+    path.write_text(text.format(model=model, max_steps=2, save_steps=2, gpus=0, generation="transformers", extra=extra))
     brief, errors = load_brief(path)
     assert brief is not None, errors
     synthetic_records(path, "llm-finetuning tests")
@@ -76,3 +77,32 @@ def test_a_reward_changed_before_verification_ends_is_refused(tmp_path: Path, mo
     with pytest.raises(LaunchRefused) as info:
         read_code(run.brief, run_dir, load_manifest(run_dir))
     assert info.value.problems[0].message == "race_reward.py changed after the run was verified"
+
+
+
+def test_the_held_out_evaluation_while_training_scores_with_the_verified_bytes(tmp_path: Path, model: Path) -> None:
+    """`held_out_eval` samples and scores the policy inside the trainer's process, after the run was verified:
+    with the reward swapped in between, the evaluator the trainer builds (given the verified bytes) scores with
+    them (every completion succeeds), where one reading the file would score with the swapped bytes (none do)."""
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    from llm_finetuning.evaluation.during import HeldOutEvaluator
+    from llm_finetuning.launch import verified_code, verify_run
+    from llm_finetuning.rundir.manifest import load_manifest
+
+    always = "def score(prompts, completions, **kwargs):\n    return [1.0 for _ in completions]\n"
+    never = "def score(prompts, completions, **kwargs):\n    return [0.0 for _ in completions]\n"
+    brief = custom_reward_brief(tmp_path / "b", model, always, "held_out_eval: {every_steps: 2, prompts: 3, k: 2}\n")
+    run_dir = tmp_path / "run"
+    done = finetune("render", str(brief), "-o", str(run_dir))
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = verify_run(run_dir, check_backend=False)
+    code = verified_code(run.brief, run_dir, load_manifest(run_dir))
+    pinned = HeldOutEvaluator.from_brief(run.brief, run_dir, code)
+    reading = HeldOutEvaluator.from_brief(run.brief, run_dir)
+    assert pinned is not None and reading is not None
+    (brief.parent / "race_reward.py").write_text(never)  # while the run trains
+    policy = AutoModelForCausalLM.from_pretrained(model)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(model)
+    assert pinned.evaluate(policy, tokenizer, 2)["score"] == 1.0
+    assert reading.evaluate(policy, tokenizer, 2)["score"] == 0.0

@@ -14,32 +14,37 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.evaluation.paired import pass_figures
 from llm_finetuning.evaluation.run import EvalPlan, plan_eval, scored_successes
 from llm_finetuning.rundir import EVAL_JSONL
 
+if TYPE_CHECKING:
+    from llm_finetuning.rewards.code import VerifiedCode
+
 
 class HeldOutEvaluator:
     """Scores a model in memory on the plan's prompts; appends each result to RUN_DIR/eval.jsonl."""
 
-    def __init__(self, brief: Brief, run_dir: Path, plan: EvalPlan, every_steps: int) -> None:
+    def __init__(self, brief: Brief, run_dir: Path, plan: EvalPlan, every_steps: int,
+                 code: VerifiedCode | None = None) -> None:
         from llm_finetuning.sampling.data import load_split
         from llm_finetuning.sampling.run import prompts_at
 
         self.brief, self.run_dir, self.plan, self.every_steps = brief, Path(run_dir), plan, every_steps
+        self.code = code  # a run's verified reward and tool bytes: what the policy is scored with, as it trains
         self.split = load_split(brief, plan.split)
         self.prompts = prompts_at(brief, self.split, plan.indices, plan.system_prompt)
 
     @classmethod
-    def from_brief(cls, brief: Brief, run_dir: Path) -> HeldOutEvaluator | None:
+    def from_brief(cls, brief: Brief, run_dir: Path, code: VerifiedCode | None = None) -> HeldOutEvaluator | None:
         """The evaluator the brief asks for, or None when `held_out_eval.every_steps` is 0."""
         cfg = brief.held_out_eval
         if cfg.every_steps <= 0:
             return None
-        return cls(brief, run_dir, plan_eval(brief, cfg.prompts, cfg.k), cfg.every_steps)
+        return cls(brief, run_dir, plan_eval(brief, cfg.prompts, cfg.k), cfg.every_steps, code)
 
     def due(self, step: int) -> bool:
         return step > 0 and step % self.every_steps == 0
@@ -72,14 +77,15 @@ class HeldOutEvaluator:
         try:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
                 groups = generate_groups(backend, self.brief, prompts, self.plan.settings,
-                                         SamplingProgress(len(prompts), self.plan.settings.k, enabled=False))
+                                         SamplingProgress(len(prompts), self.plan.settings.k, enabled=False),
+                                         code=self.code)
         finally:
             model.train(was_training)
         for p, group in zip(prompts, groups, strict=True):
             p.completions = group
         run = SamplingRun(self.split, prompts, self.plan.settings, "policy", backend.describe(),
                           time.monotonic() - started, tokenizer)
-        successes = scored_successes(self.brief, run)
+        successes = scored_successes(self.brief, run, self.code)
         fig = pass_figures(successes, self.plan.settings.k)
         seconds = round(time.monotonic() - started, 2)
         row = {"step": step, "score": fig["pass_at_1"], "pass_at_k": fig["pass_at_k"], "prompts": len(prompts),

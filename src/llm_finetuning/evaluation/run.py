@@ -39,6 +39,7 @@ from llm_finetuning.rundir.manifest import has_manifest, load_manifest
 from llm_finetuning.sampling.backend import SamplingSettings
 
 if TYPE_CHECKING:
+    from llm_finetuning.rewards.code import VerifiedCode
     from llm_finetuning.sampling.run import SamplingRun
 
 FORMAT = "llm-finetuning/eval@1"
@@ -221,13 +222,14 @@ def sample_successes(brief: Brief, plan: EvalPlan, desc: str, backend: str = "au
     return Sampled(successes, run.seconds, run.backend, template)
 
 
-def scored_successes(brief: Brief, run: SamplingRun) -> list[int]:
-    """Score a sampling run with the brief's rewards; the successes of each prompt (verifier rewards all 1)."""
+def scored_successes(brief: Brief, run: SamplingRun, code: VerifiedCode | None = None) -> list[int]:
+    """Score a sampling run with the brief's rewards; the successes of each prompt (verifier rewards all 1).
+    `code`: a run's verified reward bytes, while it trains (`evaluation.during`)."""
     from llm_finetuning.sampling.metrics import is_success, verifier_names
     from llm_finetuning.sampling.run import score_run
 
     try:
-        score_run(brief, run)
+        score_run(brief, run, code=code)
     except ValueError as exc:  # a reward refused its spec or a row
         raise UnusableInput(str(exc), "fix the reward spec or the data, then run again", "rewards") from None
     verifiers = verifier_names(brief.rewards)

@@ -200,8 +200,10 @@ def _prepare_dataset(dataset: Any, data: DataSpec, tokenizer: Any) -> Any:
     return dataset
 
 
-def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any) -> HeldOutEvaluator | None:
-    """The brief's held_out_eval as an evaluator, or None (off, or a run of several processes, said once)."""
+def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any,
+                        code: VerifiedCode | None) -> HeldOutEvaluator | None:
+    """The brief's held_out_eval as an evaluator, or None (off, or a run of several processes, said once); it
+    scores with the rewards and tools of the verified bytes, as training does."""
     from llm_finetuning.errors import UnusableInput
     from llm_finetuning.evaluation.during import HeldOutEvaluator
 
@@ -212,7 +214,7 @@ def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any) -> Held
               "score the checkpoints afterwards with `finetune eval RUN_DIR --checkpoint all`", file=sys.stderr)
         return None
     try:
-        return HeldOutEvaluator.from_brief(brief, run_dir)
+        return HeldOutEvaluator.from_brief(brief, run_dir, code)
     except UnusableInput as exc:
         raise LaunchRefused([exc.problem], EXIT_UNUSABLE, why="the brief's held_out_eval cannot run") from None
 
@@ -365,7 +367,8 @@ def _build_trainer(brief: Brief, run_dir: Path, stop: StopFlag, progress: bool, 
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
-        callbacks=training_callbacks(run_dir, stop, progress, _held_out_evaluator(brief, run_dir, training_args)),
+        callbacks=training_callbacks(run_dir, stop, progress, _held_out_evaluator(brief, run_dir, training_args,
+                                                                                        code)),
         **episode_kwargs,
     )
     trainer.add_callback(CompletionLog(run_dir, trainer))

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.reward_registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files
+
+if TYPE_CHECKING:
+    from llm_finetuning.rewards.code import VerifiedCode
 
 __all__ = ["build_reward", "build_reward_funcs", "reward_names", "reward_source_files", "score_rows"]
 
@@ -30,11 +33,13 @@ def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, token
     return _build(spec, brief_folder, index, tokenizer, max_completion_length=max_completion_length)
 
 
-def build_reward_funcs(brief: Brief, tokenizer: Any = None) -> tuple[list[Callable[..., Any]], list[float]]:
-    """(reward callables, weights) for a loaded brief, in the brief's order."""
+def build_reward_funcs(brief: Brief, tokenizer: Any = None,
+                       code: VerifiedCode | None = None) -> tuple[list[Callable[..., Any]], list[float]]:
+    """(reward callables, weights) for a loaded brief, in the brief's order; `code`: a run's verified bytes for
+    its custom rewards (`rewards.code.VerifiedCode`)."""
     from llm_finetuning.rewards.build import build_reward_funcs as _build_all
 
-    return _build_all(brief, tokenizer)
+    return _build_all(brief, tokenizer, code)
 
 
 def score_rows(brief: Brief, rows: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:

@@ -200,13 +200,14 @@ def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, token
     return reward
 
 
-def build_reward_funcs(brief: Brief, tokenizer: Any = None) -> tuple[list[RewardFunc], list[float]]:
+def build_reward_funcs(brief: Brief, tokenizer: Any = None,
+                       code: VerifiedCode | None = None) -> tuple[list[RewardFunc], list[float]]:
     """See `llm_finetuning.rewards.build_reward_funcs`."""
     max_len = brief.grpo.max_completion_length
     funcs = []
     for i, spec in enumerate(brief.rewards):
         funcs.append(build_reward(spec.as_mapping(), brief.folder, spec.occurrence, tokenizer,
-                                  max_completion_length=max_len, where=f"rewards[{i}]"))
+                                  max_completion_length=max_len, where=f"rewards[{i}]", code=code))
     return funcs, [float(s.weight) for s in brief.rewards]
 
 
@@ -305,8 +306,10 @@ def _run_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], co
 def score_rows(brief: Brief, rows: list[dict[str, Any]], *, chunk_size: int = 256,
                progress: Callable[[int], None] | None = None, tokenizer: Any = None,
                funcs: tuple[list[RewardFunc], list[float]] | None = None,
-               explain: bool = False, describe: Callable[[int], str] | None = None) -> list[dict[str, Any]]:
-    """See `llm_finetuning.rewards.score_rows`. `progress(n)` is called after each chunk of n rows.
+               explain: bool = False, describe: Callable[[int], str] | None = None,
+               code: VerifiedCode | None = None) -> list[dict[str, Any]]:
+    """See `llm_finetuning.rewards.score_rows`. `progress(n)` is called after each chunk of n rows; `code`: a run's
+    verified reward bytes (`rewards.code.VerifiedCode`), what the rewards run while it trains.
 
     `explain`: each row also gets `explanations` ({name: why or None}), from rewards that offer them
     (`rewards.explain`). A user's reward that raises ends in `RewardFailed` (exit 2) naming the reward, the first
@@ -315,7 +318,7 @@ def score_rows(brief: Brief, rows: list[dict[str, Any]], *, chunk_size: int = 25
     for i, row in enumerate(rows):
         validate_row(row, f"row {i}")
     if funcs is None:
-        funcs = build_reward_funcs(brief, tokenizer if tokenizer is not None else load_brief_tokenizer(brief))
+        funcs = build_reward_funcs(brief, tokenizer if tokenizer is not None else load_brief_tokenizer(brief), code)
     reward_funcs, weights = funcs
     out: list[dict[str, Any]] = []
     for start in range(0, len(rows), chunk_size):

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
@@ -23,6 +23,9 @@ from llm_finetuning.sampling.backend import Completion, SamplingSettings
 from llm_finetuning.sampling.data import DataSplit, build_messages, load_split, pick_indices
 from llm_finetuning.sampling.factory import choose_backend, cuda_available, make_backend, vllm_installed
 from llm_finetuning.sampling.progress import SamplingProgress
+
+if TYPE_CHECKING:
+    from llm_finetuning.rewards.code import VerifiedCode
 
 
 @dataclass
@@ -133,15 +136,17 @@ FirstChunk = Callable[[list[SampledPrompt], list[list[Completion]]], None]
 
 
 def generate_groups(engine: Any, brief: Brief, prompts: list[SampledPrompt], settings: SamplingSettings,
-                    bar: SamplingProgress, first_chunk: FirstChunk | None = None) -> list[list[Completion]]:
+                    bar: SamplingProgress, first_chunk: FirstChunk | None = None,
+                    code: VerifiedCode | None = None) -> list[list[Completion]]:
     """k completions a prompt, or k episodes for a tool-use brief: what every sampler of a brief calls.
 
     `first_chunk(prompts, groups)` is called once the first batch is sampled, before the rest is (the rewards'
     first call). The first batch is sampled as a call of its own, with the seed the whole call would have given
-    it and the rest's seed moved on by as many prompts, so every completion is the one a single call samples."""
+    it and the rest's seed moved on by as many prompts, so every completion is the one a single call samples.
+    `code`: a run's verified tool bytes (`rewards.code.VerifiedCode`), for episodes sampled while it trains."""
     spec = brief.episode
     if spec is not None:
-        return sample_episodes(engine, brief, spec, prompts, settings, bar, first_chunk)
+        return sample_episodes(engine, brief, spec, prompts, settings, bar, first_chunk, code)
     conversations = [p.messages for p in prompts]
     if first_chunk is None:
         return list(engine.generate(conversations, settings, bar))
@@ -173,7 +178,7 @@ def probe_rewards(brief: Brief, head: list[SampledPrompt], groups: list[list[Com
 
 def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[SampledPrompt],
                     settings: SamplingSettings, bar: SamplingProgress,
-                    first_chunk: FirstChunk | None = None) -> list[list[Completion]]:
+                    first_chunk: FirstChunk | None = None, code: VerifiedCode | None = None) -> list[list[Completion]]:
     """k episodes a prompt through `sampling.episode.run_episodes`, as Completions that carry them."""
     from llm_finetuning.sampling.episode import load_toolbox, prepare_tokenizer, run_episodes
 
@@ -183,7 +188,7 @@ def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[
                             "sample episodes with `--backend transformers`, `--backend vllm` or `--endpoint URL` "
                             "(docs/sampling.md, Episodes)", "episode")
     prepare_tokenizer(engine.tokenizer, spec, brief.folder)
-    toolbox = load_toolbox(spec, brief.folder)
+    toolbox = load_toolbox(spec, brief.folder, code)
     turn = [0]
 
     def generate(batch: list[list[int]], max_new: int) -> list[tuple[list[int], bool]]:
@@ -220,10 +225,11 @@ def prompts_at(brief: Brief, data_split: DataSplit, indices: list[int], system_p
             for i in indices]
 
 
-def score_run(brief: Brief, run: SamplingRun, explain: bool = False) -> None:
+def score_run(brief: Brief, run: SamplingRun, explain: bool = False, code: VerifiedCode | None = None) -> None:
     """Score every completion of `run` in place with every reward of the brief (bar on stderr).
 
     `explain`: each score also keeps every reward's explanation (`rewards.explain`), for a person to read.
+    `code`: a run's verified reward bytes (`rewards.code.VerifiedCode`), for scoring while it trains.
     """
     from tqdm import tqdm
 
@@ -233,6 +239,8 @@ def score_run(brief: Brief, run: SamplingRun, explain: bool = False) -> None:
     kwargs: dict[str, Any] = {}
     if run.tokenizer is not None:
         kwargs["tokenizer"] = run.tokenizer
+    if code is not None:
+        kwargs["code"] = code
     with tqdm(total=len(rows), desc="Scoring", unit="completion", file=sys.stderr, dynamic_ncols=True,
               mininterval=0.5) as bar:
         scored = score_rows(brief, rows, progress=bar.update, explain=explain, describe=describe, **kwargs)
