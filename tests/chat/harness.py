@@ -83,6 +83,7 @@ class Chat:
     project: Path
     repo_copy: Path
     runs: list[ChatResult] = field(default_factory=list)
+    key_dir: Path | None = None  # the person's key folder in this chat; HOME/keys unless a test names another
 
     @property
     def base_env(self) -> dict[str, str]:
@@ -92,7 +93,10 @@ class Chat:
         path = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
         env.update(HOME=str(self.home), PATH=path, DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1",
                    DISABLE_ERROR_REPORTING="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                   LLM_FINETUNING_CACHE=str(self.home / ".cache" / "llm-finetuning"), TMPDIR=str(self.tmp))
+                   LLM_FINETUNING_CACHE=str(self.home / ".cache" / "llm-finetuning"), TMPDIR=str(self.tmp),
+                   # the person's key folder of this chat alone: a key another test made in the session's folder
+                   # is not this person's (the gate's protection check reads whether it opens)
+                   LLM_FINETUNING_KEY_DIR=str(self.key_dir or self.home / "keys"))
         return env
 
     @property

@@ -115,7 +115,9 @@ def test_training_engineer_agent_runs_with_its_own_prompt_and_only_its_tools(cha
     marker = body.strip().splitlines()[0]  # the body's first line, as it appears in the agent's system prompt
     agent_steps = [ToolCall("Bash", {"command": "finetune check brief.yaml", "description": "Check the brief"}),
                    broker("check", brief="brief.yaml"),
-                   lambda request: Text("Agent report: " + result_text(request.tool_results()[-2]).splitlines()[0])]
+                   lambda request: Text("Agent report: " + next(  # check's verdict line, after any note
+                       line for line in result_text(request.tool_results()[-2]).splitlines()
+                       if line.startswith("brief.yaml:")))]
     result = chat.run("Train on brief.yaml",
                       [ToolCall("Agent", {"description": "Gate and train", "subagent_type": AGENT_TYPE,
                                           "prompt": "Run brief.yaml through the Phase 1 gate."}),

@@ -15,7 +15,6 @@ Claude Code client, a scripted model and the protection on (`finetune protect`),
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -39,13 +38,10 @@ def protected(tmp_path: Path, marketplace: Path) -> Any:
     keys = chat.home / "keys"
     keys.mkdir()
     (keys / "reviewer.ed25519").write_text(SECRET + "\n")
-    os.environ["LLM_FINETUNING_KEY_DIR"] = str(keys)  # the chat's, the broker's and protect's environment
-    try:
-        done = chat.finetune("protect", "--project", str(chat.project))
-        assert done.returncode == 0, done.stderr
-        yield chat
-    finally:
-        os.environ.pop("LLM_FINETUNING_KEY_DIR", None)
+    # HOME/keys is the chat's key folder (Chat.base_env): the chat's, the broker's and protect's environment
+    done = chat.finetune("protect", "--project", str(chat.project))
+    assert done.returncode == 0, done.stderr
+    return chat
 
 
 def settings_path(chat: Chat) -> Path:

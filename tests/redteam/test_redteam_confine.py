@@ -164,33 +164,26 @@ def test_the_agents_reward_reaches_no_key_from_its_chat_nor_from_the_persons_sco
     keys = reviewer_keys(tmp_path)
     rows = chat.project / "rows.jsonl"
     rows.write_text(json.dumps({"prompt": "p", "completion": '{"name": "Ann", "age": 3}', "name": "Ann", "age": 3}) + "\n")
-    session_keys = os.environ.get("LLM_FINETUNING_KEY_DIR")
-    os.environ["LLM_FINETUNING_KEY_DIR"] = str(keys)  # the chat's and protect's environment (base_env)
-    try:
-        assert chat.finetune("protect", "--project", str(chat.project)).returncode == 0
-        brief = chat.project / "brief.yaml"
-        with_evil = brief.read_text().replace("rewards:\n", "rewards:\n  - fn: evil:score\n", 1)
-        watched = redteam.Watched(chat.project, chat.home)
-        before = watched.state()
-        result = chat.run("Score the rows with a reward of your own.", [
-            ToolCall("Write", {"file_path": str(chat.project / "evil.py"),
-                               "content": EVIL_REWARD.format(here=str(chat.project))}),
-            ToolCall("Read", {"file_path": str(brief)}),
-            ToolCall("Write", {"file_path": str(brief), "content": with_evil}),
-            ToolCall("Bash", {"command": "finetune score brief.yaml --completions rows.jsonl --json",
-                              "description": "score"}),
-            Text("Scored."),
-        ], timeout=240)
-        [score] = result.transcript.calls_to("Bash")
-        assert '"evil:score": 0.5' in score.result, result.describe()  # the agent's reward ran in its sandbox
-        done = person("score", "brief.yaml", "--completions", str(rows), "--json", project=chat.project, keys=keys)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert json.loads(done.stdout)["rows"][0]["rewards"]["evil:score"] == 0.5
-    finally:
-        if session_keys is None:
-            os.environ.pop("LLM_FINETUNING_KEY_DIR", None)
-        else:
-            os.environ["LLM_FINETUNING_KEY_DIR"] = session_keys
+    chat.key_dir = keys  # the chat's and protect's environment (base_env)
+    assert chat.finetune("protect", "--project", str(chat.project)).returncode == 0
+    brief = chat.project / "brief.yaml"
+    with_evil = brief.read_text().replace("rewards:\n", "rewards:\n  - fn: evil:score\n", 1)
+    watched = redteam.Watched(chat.project, chat.home)
+    before = watched.state()
+    result = chat.run("Score the rows with a reward of your own.", [
+        ToolCall("Write", {"file_path": str(chat.project / "evil.py"),
+                           "content": EVIL_REWARD.format(here=str(chat.project))}),
+        ToolCall("Read", {"file_path": str(brief)}),
+        ToolCall("Write", {"file_path": str(brief), "content": with_evil}),
+        ToolCall("Bash", {"command": "finetune score brief.yaml --completions rows.jsonl --json",
+                          "description": "score"}),
+        Text("Scored."),
+    ], timeout=240)
+    [score] = result.transcript.calls_to("Bash")
+    assert '"evil:score": 0.5' in score.result, result.describe()  # the agent's reward ran in its sandbox
+    done = person("score", "brief.yaml", "--completions", str(rows), "--json", project=chat.project, keys=keys)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["rows"][0]["rewards"]["evil:score"] == 0.5
     assert SECRET not in result.transcript.everything_sent() and SECRET not in done.stdout + done.stderr
     # the agent's own run wrote what it found into the project (its sandbox lets it): nothing of the key
     assert (chat.project / "leak.txt").read_text() == "nothing"

@@ -106,8 +106,7 @@ class Scene:
     def __init__(self, root: Path, marketplace: Path, before_protect: Callable[[Chat], None] | None = None) -> None:
         self.chat = redteam.new_chat(root, marketplace)
         self.chat.add_example("smollm2-json")
-        self.keys = self.chat.home / "keys"
-        os.environ["LLM_FINETUNING_KEY_DIR"] = str(self.keys)
+        self.keys = self.chat.home / "keys"  # the chat's key folder (Chat.base_env)
         self.sign_the_review()
         if before_protect:
             before_protect(self.chat)
@@ -149,7 +148,6 @@ class Scene:
         return self.chat.finetune("gate", brief).returncode
 
     def close(self) -> None:
-        os.environ.pop("LLM_FINETUNING_KEY_DIR", None)
         redteam.forget_protection(self.chat.project)  # what `finetune protect`, a child process, recorded
 
 
