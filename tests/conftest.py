@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from llm_finetuning import locations
+from llm_finetuning.gate.protection import REGISTRY_DIR_NAME
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -33,10 +34,16 @@ def _real_user_trusted_keys() -> tuple[bool, int, int]:
 
 
 REAL_USER_TRUSTED_KEYS = _real_user_trusted_keys()
+# `finetune protect` run as a child process records the project in the person's real user config folder (found
+# from the account, never from the environment: docs/security.md); what this session's tests add there goes again
+REAL_REGISTRY = locations.user_config_dir() / REGISTRY_DIR_NAME
+REGISTRY_BEFORE = set(REAL_REGISTRY.glob("*.json"))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(SESSION_KEYS, ignore_errors=True)
+    for added in set(REAL_REGISTRY.glob("*.json")) - REGISTRY_BEFORE:
+        added.unlink(missing_ok=True)
     if _real_user_trusted_keys() != REAL_USER_TRUSTED_KEYS:
         print(f"\nerror: a test changed the user's trusted keys, {locations.user_trusted_keys_path()}")
         session.exitstatus = 1
