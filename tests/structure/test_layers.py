@@ -96,6 +96,7 @@ LAYERS: dict[str, set[str]] = {
         "brief", "records", "models",
         "sampling",  # evaluation samples the trained model with the baseline's settings
         "rundir",  # the run's checkpoints, final model, end step, manifest and evaluation files
+        "rewards.code",  # held_out_eval scores with the run's verified reward and tool bytes (VerifiedCode, a type)
     },
     "launch": {
         # the trainer builds the brief's rewards from the verified brief and runs custom reward, tool and
