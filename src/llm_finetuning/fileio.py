@@ -15,7 +15,6 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.errors import UnusableInput
 
@@ -23,13 +22,14 @@ from llm_finetuning.errors import UnusableInput
 from llm_finetuning.integrity import sha256_file as sha256_file
 from llm_finetuning.integrity import sha256_file_or_none as sha256_file_or_none
 from llm_finetuning.integrity import writes_records
+from llm_finetuning.jsonvalue import JsonObject
 
 MAX_RECORD_BYTES = 64 << 20
 
 
 # --- places and names ------------------------------------------------------------------------------
 
-def stat_key(path: Path) -> list[Any]:
+def stat_key(path: Path) -> list[str | int]:
     """[path, size, mtime_ns] of a file or folder (size -1 when absent): a cache key part."""
     try:
         st = path.stat()
@@ -56,7 +56,7 @@ def utc_now() -> str:
 
 # --- hashing ----------------------------------------------------------------------------------------
 
-def canonical_json(obj: Any) -> bytes:
+def canonical_json(obj: object) -> bytes:
     """The bytes hashed for bindings and seals: sorted keys, no whitespace, UTF-8."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
@@ -65,7 +65,7 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_json(obj: Any) -> str:
+def sha256_json(obj: object) -> str:
     """sha256 of `canonical_json(obj)`."""
     return sha256_bytes(canonical_json(obj))
 
@@ -103,7 +103,7 @@ def atomic_write_text(path: Path | str, text: str, mode: int | None = None) -> N
 
 
 @writes_records
-def atomic_write_json(path: Path | str, obj: Any) -> None:
+def atomic_write_json(path: Path | str, obj: object) -> None:
     """A JSON object as records are written: indented, sorted keys, UTF-8, no NaN."""
     text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
     atomic_write_bytes(path, text.encode("utf-8"))
@@ -162,7 +162,7 @@ def folder_swap(dest: Path) -> Iterator[Path]:
 
 # --- reading ----------------------------------------------------------------------------------------
 
-def read_json_or_none(path: Path | str) -> dict[str, Any] | None:
+def read_json_or_none(path: Path | str) -> JsonObject | None:
     """The JSON object at `path`, or None when it is missing, unreadable or not an object (for optional
     facts read beside a run: a manifest, a diagnosis, a model's config.json)."""
     try:
@@ -172,7 +172,7 @@ def read_json_or_none(path: Path | str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def read_json_object(path: Path | str, what: str, fix: str = "") -> dict[str, Any]:
+def read_json_object(path: Path | str, what: str, fix: str = "") -> JsonObject:
     """A JSON object from `path`, or UnusableInput saying why it cannot be read, with `fix` (what writes the
     file) or, without one, what to check."""
     path = Path(path)

@@ -20,9 +20,9 @@ ROOT = "llm_finetuning"
 
 # Imported by every layer: the error values, the file helpers, the one cache (`cache`: its root and keyed files),
 # the places of keys and project settings (`locations`), what the plugin's guard shares with the package
-# (`integrity`) and the package's `__version__`.
-FOUNDATION = {"errors", "fileio", "cache", "locations", "integrity", ROOT}
-FOUNDATION_MODULES = ("errors", "fileio", "cache", "locations", "integrity")
+# (`integrity`), the JSON value types (`jsonvalue`) and the package's `__version__`.
+FOUNDATION = {"errors", "fileio", "cache", "locations", "integrity", "jsonvalue", ROOT}
+FOUNDATION_MODULES = ("errors", "fileio", "cache", "locations", "integrity", "jsonvalue")
 
 # What each layer may import besides itself and FOUNDATION. A target is a module path below the package and
 # covers everything under it ("rewards.sources" allows that module only, "brief" the whole package).

@@ -106,9 +106,11 @@ def _apply_brief(ctx: RunContext, brief: Brief) -> None:
     ctx.max_completion_length = grpo.max_completion_length
     ctx.max_turns = brief.episode.max_turns if brief.episode is not None else None
     baseline = read_json_or_none(brief.resolve(brief.records.baseline))
-    if isinstance(baseline, dict) and isinstance(baseline.get("pass_at_k"), (int, float)):
-        ctx.base_pass_at_k = float(baseline["pass_at_k"])
-        ctx.base_k = baseline.get("k") if isinstance(baseline.get("k"), int) else None
+    pass_at_k = baseline.get("pass_at_k") if baseline is not None else None
+    if baseline is not None and isinstance(pass_at_k, (int, float)):
+        ctx.base_pass_at_k = float(pass_at_k)
+        k = baseline.get("k")
+        ctx.base_k = k if isinstance(k, int) else None
     ctx.learning_rate = grpo.learning_rate
     from llm_finetuning.brief.schedule import Schedule
 

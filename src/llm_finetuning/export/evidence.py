@@ -61,8 +61,9 @@ def gather(brief: Brief, run_dir: Path, label: str, step: int | None, checkpoint
     except UnusableInput:
         ev.baseline = None
     inspection = read_json_or_none(brief.resolve(brief.records.inspection))
-    if inspection is not None and isinstance(inspection.get("review"), dict):
-        ev.inspection_review = inspection["review"]
+    review = inspection.get("review") if inspection is not None else None
+    if isinstance(review, dict):
+        ev.inspection_review = review
     try:
         report = gate_brief(brief)
         ev.gate_passed = report.passed
