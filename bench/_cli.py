@@ -26,3 +26,14 @@ def finetune(*args: str, expect: tuple[int, ...] = (0,), capture: bool = False) 
     if proc.returncode not in expect:
         raise SystemExit(f"finetune {' '.join(args)} exited {proc.returncode}")
     return Ran(proc.returncode, proc.stdout or "", time.monotonic() - started)
+
+
+def finetune_side_by_side(*commands: tuple[str, ...], expect: tuple[int, ...] = (0,),
+                          capture: bool = False) -> list[Ran]:
+    """Several CLI commands at once (runs sharing one GPU), each checked as `finetune` checks one; their
+    results in the order given."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(commands)) as pool:
+        futures = [pool.submit(finetune, *args, expect=expect, capture=capture) for args in commands]
+        return [f.result() for f in futures]

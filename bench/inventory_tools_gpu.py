@@ -49,7 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from _cli import finetune  # noqa: E402
+from _cli import finetune, finetune_side_by_side  # noqa: E402
 from tool_task_gpu import TEST_ONLY_REVIEWER, episode_figures, seal_for_tests, synthetic_baseline  # noqa: E402
 
 EXAMPLES = {"inventory": REPO / "examples/inventory-tools", "addition": REPO / "examples/math-exact"}
@@ -72,7 +72,7 @@ def save(out: Path, name: str, key: str, value: Any) -> None:
 
 
 def write_brief(dst: Path, *, steps: int, learning_rate: float, deviation: str | None, smoke: bool,
-                model_id: str | None, task: str = "inventory") -> Path:
+                model_id: str | None, task: str = "inventory", seed: int | None = None) -> Path:
     data = yaml.safe_load((EXAMPLES[task] / "brief.yaml").read_text(encoding="utf-8"))
     data["model"]["id"] = model_id or "embedded:smollm2-135m-instruct"
     if task == "addition":  # the example is written for Qwen2.5-0.5B; the same settings as the tool task
@@ -80,6 +80,8 @@ def write_brief(dst: Path, *, steps: int, learning_rate: float, deviation: str |
         # "Reply with only the number": the whole reply is the sum (the model restates the question first)
         data["rewards"][0]["args"] = {"answer_field": "answer", "extract": ADDITION_ANSWER, "math_verify": False}
     grpo = {"learning_rate": learning_rate, "deviation": deviation, "max_steps": steps, "save_steps": steps}
+    if seed is not None:
+        grpo["seed"] = seed
     if smoke:
         grpo.update(gradient_accumulation_steps=1, max_completion_length=16)
         data["model"]["dtype"] = "float32"
@@ -142,26 +144,33 @@ def choose_demos(measured: dict[str, dict[str, float]]) -> str:
     return min(some, key=lambda d: measured[d]["pass_at_1"])
 
 
-def start_script(work: Path, model_dir: str, steps: int, lr: float) -> tuple[subprocess.Popen[bytes], float]:
-    log = open(work / "script.log", "wb")  # noqa: SIM115 (closed with the process)
+def start_script(work: Path, model_dir: str, steps: int, lr: float, seed: int) -> tuple[subprocess.Popen[bytes], float]:
+    log = open(work / f"script-{seed}.log", "wb")  # noqa: SIM115 (closed with the process)
     proc = subprocess.Popen([sys.executable, str(REPO / "bench/handwritten_tool_grpo.py"), "--model", model_dir,
-                             "--example", str(work), "--out", str(work / "script"), "--steps", str(steps),
-                             "--learning-rate", str(lr)], stdout=log, stderr=subprocess.STDOUT)
+                             "--example", str(work), "--out", str(work / f"script-{seed}"), "--steps", str(steps),
+                             "--learning-rate", str(lr), "--seed", str(seed)], stdout=log, stderr=subprocess.STDOUT)
     return proc, time.monotonic()
 
 
-def finish_script(started: tuple[subprocess.Popen[bytes], float], work: Path, brief: Path) -> dict[str, Any]:
-    """Wait for the hand-written script; its figures, and its model scored by `finetune eval --brief`."""
-    proc, t0 = started
-    code = proc.wait()
-    result: dict[str, Any] = {"exit": code, "wall_seconds": round(time.monotonic() - t0, 1)}
-    if code:
-        result["log_tail"] = (work / "script.log").read_text(errors="replace")[-3000:]
-        return result
-    result.update(json.loads((work / "script/script.json").read_text(encoding="utf-8")))
-    result.pop("grpo_config", None)
-    result["held_out"] = held_out(work / "script/model", brief)
-    return result
+def finish_scripts(started: dict[int, tuple[subprocess.Popen[bytes], float]], work: Path,
+                   brief: Path) -> dict[int, dict[str, Any]]:
+    """Wait for the hand-written scripts; each one's figures, and its model scored by `finetune eval --brief`
+    (the models side by side)."""
+    results: dict[int, dict[str, Any]] = {}
+    for seed, (proc, t0) in started.items():
+        code = proc.wait()
+        result: dict[str, Any] = {"exit": code, "wall_seconds": round(time.monotonic() - t0, 1)}
+        if code:
+            result["log_tail"] = (work / f"script-{seed}.log").read_text(errors="replace")[-3000:]
+        else:
+            result.update(json.loads((work / f"script-{seed}/script.json").read_text(encoding="utf-8")))
+            result.pop("grpo_config", None)
+        results[seed] = result
+    trained = [seed for seed, r in results.items() if r["exit"] == 0]
+    for seed, scored in zip(trained, held_out_side_by_side([work / f"script-{seed}/model" for seed in trained],
+                                                           brief), strict=True):
+        results[seed]["held_out"] = scored
+    return results
 
 
 def metrics_of(run_dir: Path) -> list[dict[str, Any]]:
@@ -172,20 +181,33 @@ def metrics_of(run_dir: Path) -> list[dict[str, Any]]:
 
 def run(brief: Path, run_dir: Path) -> dict[str, Any]:
     """gate (exit 0 or the bench stops), render, launch; what it trained, in seconds and curves."""
-    gate = finetune("gate", str(brief), expect=(0, 1), capture=True)
-    print(gate.stdout, flush=True)
-    if gate.code != 0:
-        return {"gate_exit_code": gate.code, "gate": gate.stdout}
-    finetune("render", str(brief), "-o", str(run_dir))
-    t0 = time.monotonic()
-    finetune("launch", str(run_dir))
-    metrics = metrics_of(run_dir)
-    return {"gate_exit_code": 0, "gate_recipe_values": [line for line in gate.stdout.splitlines()
-                                                        if "recipe_values" in line],
-            "launch_seconds": round(time.monotonic() - t0, 1), "steps": len(metrics),
+    return runs_side_by_side({brief: run_dir})[brief]
+
+
+def runs_side_by_side(briefs: dict[Path, Path]) -> dict[Path, dict[str, Any]]:
+    """Each brief gated and rendered into its run folder, then the runs the gate passed launched at once on the
+    one GPU; what each trained, in seconds and curves."""
+    results: dict[Path, dict[str, Any]] = {}
+    passed: dict[Path, Path] = {}
+    for brief, run_dir in briefs.items():
+        gate = finetune("gate", str(brief), expect=(0, 1), capture=True)
+        print(gate.stdout, flush=True)
+        if gate.code != 0:
+            results[brief] = {"gate_exit_code": gate.code, "gate": gate.stdout}
+            continue
+        finetune("render", str(brief), "-o", str(run_dir))
+        passed[brief] = run_dir
+        results[brief] = {"gate_exit_code": 0, "gate_recipe_values": [line for line in gate.stdout.splitlines()
+                                                                      if "recipe_values" in line]}
+    launched = finetune_side_by_side(*[("launch", str(run_dir)) for run_dir in passed.values()]) if passed else []
+    for (brief, run_dir), ran in zip(passed.items(), launched, strict=True):
+        metrics = metrics_of(run_dir)
+        results[brief].update({
+            "launch_seconds": round(ran.seconds, 1), "steps": len(metrics),
             "reward_curve": [round(float(m["reward"]), 4) for m in metrics],
             "tool_failure_curve": [m.get("tools/failure_frequency") for m in metrics],
-            "mean_length_curve": [m.get("completions/mean_length") for m in metrics]}
+            "mean_length_curve": [m.get("completions/mean_length") for m in metrics]})
+    return results
 
 
 def diagnosis(run_dir: Path) -> dict[str, Any]:
@@ -199,13 +221,30 @@ def diagnosis(run_dir: Path) -> dict[str, Any]:
 
 def held_out(target: Path, brief: Path | None) -> dict[str, Any]:
     """`finetune eval` on the baseline's prompts: pass@1 before and after with the paired 95% interval."""
-    args = ["eval", str(target), "--json"] + (["--brief", str(brief)] if brief else [])
-    ran = finetune(*args, expect=(0, 1), capture=True)
-    e = json.loads(ran.stdout)
-    return {"pass_at_1_base": e["base"]["pass_at_1"], "pass_at_1_trained": e["trained"]["pass_at_1"],
-            "pass_at_k_base": e["base"]["pass_at_k"], "pass_at_k_trained": e["trained"]["pass_at_k"],
-            "delta_pass_at_1": e["delta_pass_at_1"], "ci95": e["ci95"], "better_beyond_noise": ran.code == 0,
-            "eval_seconds": round(ran.seconds, 1)}
+    return held_out_side_by_side([target], brief)[0]
+
+
+def held_out_side_by_side(targets: list[Path], brief: Path | None) -> list[dict[str, Any]]:
+    """`held_out` for several trained models at once (the same prompts and samples each)."""
+    if not targets:
+        return []
+    extra = ["--brief", str(brief)] if brief else []
+    scored = []
+    for ran in finetune_side_by_side(*[("eval", str(t), "--json", *extra) for t in targets], expect=(0, 1),
+                                     capture=True):
+        e = json.loads(ran.stdout)
+        scored.append({"pass_at_1_base": e["base"]["pass_at_1"], "pass_at_1_trained": e["trained"]["pass_at_1"],
+                       "pass_at_k_base": e["base"]["pass_at_k"], "pass_at_k_trained": e["trained"]["pass_at_k"],
+                       "delta_pass_at_1": e["delta_pass_at_1"], "ci95": e["ci95"],
+                       "better_beyond_noise": ran.code == 0, "eval_seconds": round(ran.seconds, 1)})
+    return scored
+
+
+def gain_points(results: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Held-out pass@1 gained, in points, per seed and on average over the seeds that were scored."""
+    per_seed = {str(seed): round(100 * r["held_out"]["delta_pass_at_1"], 1)
+                for seed, r in results.items() if "held_out" in r}
+    return {"per_seed": per_seed, "mean": round(sum(per_seed.values()) / len(per_seed), 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr", type=float, default=3e-5)
     parser.add_argument("--eval-prompts", type=int, default=64)
     parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--seeds", default="3407", help="comma-separated: one learning run (and, on the tool "
+                        "task, one hand-written script) per seed, side by side on the GPU; the recipe run once")
     parser.add_argument("--task", choices=sorted(EXAMPLES), default="inventory")
     parser.add_argument("--demos", default="auto", help="inventory: a design of examples/make_data.py's "
                         "INVENTORY_DEMOS, or auto (measure each, keep the highest base pass@1 under 10%%)")
@@ -226,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         args.steps, args.recipe_steps, args.eval_prompts, args.k = 2, 2, 4, 2
         args.demos = "shelf3" if args.demos == "auto" else args.demos
     name = result_name(args.task, args.smoke)
+    seeds = [int(s) for s in args.seeds.split(",")]
     example, tools = EXAMPLES[args.task], args.task == "inventory"
     (args.out / name).unlink(missing_ok=True)
     started = time.monotonic()
@@ -253,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         "task": f"examples/{example.name}", "model": model_id or "embedded:smollm2-135m-instruct",
         "steps": args.steps, "recipe_steps": args.recipe_steps, "learning_rate": args.lr, "schedule": "constant",
         "batch": "G=8, 8 x 4" if not args.smoke else "G=8, 8 x 1", "max_completion_length": 16 if args.smoke else 96,
-        "temperature": 0.7, "seed": 3407, "max_turns": 2 if tools else None, "held_out": f"{args.eval_prompts} x {args.k}",
+        "temperature": 0.7, "seeds": seeds, "recipe_seed": 3407, "max_turns": 2 if tools else None,
+        "held_out": f"{args.eval_prompts} x {args.k}",
         "rewards": ("pipeline: exact_match 1.0 + tool_call 0.25; script: the answer's last number only" if tools
                     else f"exact_match, extract {ADDITION_ANSWER}"),
         "review": f"test-only seal as {TEST_ONLY_REVIEWER!r}: no person read the 50 episodes"})
@@ -261,14 +304,14 @@ def main(argv: list[str] | None = None) -> int:
                          smoke=args.smoke, model_id=model_id, task=args.task)
     finetune("check", str(recipe))
     if tools and args.demos == "auto":
-        measured = measure_demos(work, recipe, args.eval_prompts, args.k)
-        chosen = choose_demos(measured)
-        save(args.out, name, "demo_designs", {"measured": measured, "chosen": chosen,
+        designs = measure_demos(work, recipe, args.eval_prompts, args.k)
+        chosen = choose_demos(designs)
+        save(args.out, name, "demo_designs", {"measured": designs, "chosen": chosen,
                                               "rule": "the highest base pass@1 under 10% with pass@k above 0"})
         write_demos(work, chosen)
     elif tools:
         write_demos(work, args.demos)
-    script = start_script(work, model_dir, args.steps, args.lr) if tools else None
+    scripts = {seed: start_script(work, model_dir, args.steps, args.lr, seed) for seed in seeds} if tools else {}
     finetune("baseline", str(recipe), "--prompts", str(args.eval_prompts), "--k", str(args.k))
     base = json.loads((work / "records/baseline.json").read_text(encoding="utf-8"))
     save(args.out, name, "baseline", {"pass_at_1": base["pass_at_1"], "pass_at_k": base["pass_at_k"],
@@ -282,32 +325,36 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy(measured, work / "records/baseline.measured.json")
         synthetic_baseline(recipe)
 
-    runs: dict[str, Any] = {"recipe": run(recipe, work / "runs/recipe")}
-    if runs["recipe"]["gate_exit_code"] == 0:
-        runs["recipe"].update(diagnosis(work / "runs/recipe"))
-    save(args.out, name, "recipe", runs["recipe"])
-    deviation = "runs/recipe" if runs["recipe"].get("healthy") else None
-    learn = write_brief(work / "learning.yaml", steps=args.steps, learning_rate=args.lr, deviation=deviation,
-                        smoke=args.smoke, model_id=model_id, task=args.task)
-    runs["pipeline"] = run(learn, work / "runs/learning")
+    recipe_run = run(recipe, work / "runs/recipe")
+    if recipe_run["gate_exit_code"] == 0:
+        recipe_run.update(diagnosis(work / "runs/recipe"))
+    save(args.out, name, "recipe", recipe_run)
+    deviation = "runs/recipe" if recipe_run.get("healthy") else None
+    learning = {seed: write_brief(work / f"learning-{seed}.yaml", steps=args.steps, learning_rate=args.lr,
+                                  deviation=deviation, smoke=args.smoke, model_id=model_id, task=args.task,
+                                  seed=seed) for seed in seeds}
+    launched = runs_side_by_side({brief: work / f"runs/{brief.stem}" for brief in learning.values()})
+    pipeline = {seed: launched[brief] for seed, brief in learning.items()}
     if args.smoke and (work / "records/baseline.measured.json").is_file():
         shutil.copy(work / "records/baseline.measured.json", measured)  # eval pairs with what was measured
-    if runs["pipeline"]["gate_exit_code"] == 0:
-        runs["pipeline"]["held_out"] = held_out(work / "runs/learning", None)
-        runs["pipeline"].update(diagnosis(work / "runs/learning"))
-    save(args.out, name, "pipeline", runs["pipeline"])
+    trained = [seed for seed, r in pipeline.items() if r["gate_exit_code"] == 0]
+    for seed, scored in zip(trained, held_out_side_by_side([work / f"runs/learning-{seed}" for seed in trained],
+                                                           None), strict=True):
+        pipeline[seed]["held_out"] = scored
+        pipeline[seed].update(diagnosis(work / f"runs/learning-{seed}"))
+    save(args.out, name, "pipeline", {str(seed): r for seed, r in pipeline.items()})
 
-    script_result = finish_script(script, work, learn) if script is not None else {}
-    if script is not None:
-        save(args.out, name, "script", script_result)
-    gains = {who: round(100 * r["held_out"]["delta_pass_at_1"], 1)
-             for who, r in (("pipeline", runs["pipeline"]), ("script", script_result)) if "held_out" in r}
+    script_results = finish_scripts(scripts, work, learning[seeds[0]])
+    if scripts:
+        save(args.out, name, "script", {str(seed): r for seed, r in script_results.items()})
+    gains = {who: gain_points(results) for who, results in (("pipeline", pipeline), ("script", script_results))
+             if any("held_out" in r for r in results.values())}
     save(args.out, name, "gain_points", gains)
     save(args.out, name, "wall_seconds", round(time.monotonic() - started, 1))
-    for run_name in ("recipe", "learning"):  # what diagnose read, so it can be diagnosed again
-        for kept in ("diagnosis.json", "metrics.jsonl", "eval.json"):
-            if (work / f"runs/{run_name}/{kept}").is_file():
-                shutil.copy(work / f"runs/{run_name}/{kept}", args.out / f"{args.task}-{run_name}-{kept}")
+    for run_name in ["recipe", *(f"learning-{seed}" for seed in seeds)]:  # what diagnose read, to diagnose again
+        for file in ("diagnosis.json", "metrics.jsonl", "eval.json"):
+            if (work / f"runs/{run_name}/{file}").is_file():
+                shutil.copy(work / f"runs/{run_name}/{file}", args.out / f"{args.task}-{run_name}-{file}")
     print(json.dumps(gains))
     return 0
 
