@@ -8,39 +8,42 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 from jsonschema import Draft202012Validator
 
 from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief.columns import check_data_columns
-from llm_finetuning.brief.defaults import apply_defaults, schema
+from llm_finetuning.brief.defaults import apply_defaults, list_at, object_at, schema
 from llm_finetuning.brief.episode import check_episode
 from llm_finetuning.brief.sections import DATA_SUFFIXES, data_is_local
 from llm_finetuning.brief.variants import VARIANT_SYMPTOM
 from llm_finetuning.errors import Problem, format_path, short_repr
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.models import EMBEDDED_IDS, EMBEDDED_PREFIX, model_is_local
 
 
-def _validator(node: dict[str, Any]) -> Draft202012Validator:
+def _validator(node: JsonObject) -> Draft202012Validator:
     return Draft202012Validator(node, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "mapping",
             type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _example_for(sub: dict[str, Any]) -> str:
-    if sub.get("type") == "object" and sub.get("required"):
-        inner = ", ".join(f"{k}: {_example_for(sub['properties'].get(k, {}))}" for k in sub["required"])
+def _example_for(sub: JsonObject) -> str:
+    required = list_at(sub, "required")
+    if sub.get("type") == "object" and required:
+        props = object_at(sub, "properties")
+        inner = ", ".join(f"{k}: {_example_for(object_at(props, str(k)))}" for k in required)
         return "{" + inner + "}"
     if "default" in sub and sub["default"] is not None:
         return short_repr(sub["default"])
     if "enum" in sub:
-        return str([e for e in sub["enum"] if e is not None][0])
+        return str([e for e in list_at(sub, "enum") if e is not None][0])
     t = sub.get("type")
     t = t[0] if isinstance(t, list) else t
     return {"string": "...", "integer": "1", "number": "1.0", "object": "{}", "array": "[]", "boolean": "true"}.get(
@@ -64,18 +67,18 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
     path = format_path(parts)
     v = err.validator
     inst = err.instance
-    sch = err.schema if isinstance(err.schema, dict) else {}
+    sch: JsonObject = err.schema if isinstance(err.schema, dict) else {}
     if v == "required":
-        missing = [m for m in sch.get("required", []) if isinstance(inst, dict) and m not in inst]
+        missing = [str(m) for m in list_at(sch, "required") if isinstance(inst, dict) and m not in inst]
         out = []
         for m in missing:
-            sub = sch.get("properties", {}).get(m, {})
+            sub = object_at(object_at(sch, "properties"), m)
             out.append(Problem("missing_field", format_path([*parts, m]), "is missing",
                                f"add `{m}: {_example_for(sub)}` ({sub.get('description', 'required')})"))
         return out
     if v == "additionalProperties":
-        known = sorted(sch.get("properties", {}))
-        extra = [k for k in inst if k not in sch.get("properties", {})] if isinstance(inst, dict) else []
+        known = sorted(object_at(sch, "properties"))
+        extra = [k for k in inst if k not in object_at(sch, "properties")] if isinstance(inst, dict) else []
         out = []
         for k in extra:
             close = difflib.get_close_matches(str(k), known, n=1)
@@ -87,14 +90,14 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
                         "set `method: grpo`; for preference pairs use the preference-optimization skill (DPO), "
                         "for demonstrations the lora-qlora-recipes skill (SFT)")]
     if v in ("enum", "const"):
-        allowed = sch.get("enum", [sch.get("const")])
+        allowed = list_at(sch, "enum") if "enum" in sch else [sch.get("const")]
         shown = " | ".join(str(a) for a in allowed if a is not None)
         close = difflib.get_close_matches(str(inst), [str(a) for a in allowed if a is not None], n=1)
         fix = f"set it to `{close[0]}`" if close else f"use one of: {shown}"
         return [Problem("invalid_value", path, f"found {short_repr(inst)}; expected one of {shown}", fix)]
     if v == "type":
         want = sch.get("type")
-        want_s = " or ".join(want) if isinstance(want, list) else str(want)
+        want_s = " or ".join(str(w) for w in want) if isinstance(want, list) else str(want)
         return [Problem("invalid_value", path,
                         f"found {_type_name(inst)} {short_repr(inst)}; expected {want_s}",
                         f"write {'an' if want_s[0] in 'aeiou' else 'a'} {want_s} here (e.g. {_example_for(sch)})")]
@@ -129,7 +132,7 @@ def _schema_error(err: jsonschema.ValidationError, prefix: tuple[str | int, ...]
     return [Problem("invalid_value", path, err.message, "see references/brief-fields.md")]
 
 
-def _collect_schema_errors(raw: dict[str, Any]) -> list[Problem]:
+def _collect_schema_errors(raw: JsonObject) -> list[Problem]:
     errors: list[Problem] = []
     for err in _validator(schema()).iter_errors(raw):
         if err.validator == "anyOf" and list(err.absolute_path)[-1:] == ["target_modules"]:
@@ -148,7 +151,7 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def _check_data(data: dict[str, Any], folder: Path) -> list[Problem]:
+def _check_data(data: JsonObject, folder: Path) -> list[Problem]:
     errors = []
     for key in ("train", "eval"):
         ref = data.get(key)
@@ -168,7 +171,7 @@ def _check_data(data: dict[str, Any], folder: Path) -> list[Problem]:
     return errors
 
 
-def _check_model(model: dict[str, Any], raw_model: dict[str, Any], folder: Path) -> list[Problem]:
+def _check_model(model: JsonObject, raw_model: JsonObject, folder: Path) -> list[Problem]:
     errors = []
     if "lora" in raw_model and model.get("adapter") == "full":
         errors.append(Problem("inconsistent_fields", "model.lora", "is set but model.adapter is full",
@@ -209,12 +212,12 @@ def _unknown_embedded(mid: str) -> Problem:
     return Problem("unknown_model", "model.id", f"unknown embedded model {mid!r}; the embedded models are: {known}", fix)
 
 
-def _check_rewards(rewards: list[Any], folder: Path) -> list[Problem]:
+def _check_rewards(rewards: Sequence[JsonValue], folder: Path) -> list[Problem]:
     errors: list[Problem] = []
     for i, spec in enumerate(rewards):
-        if not isinstance(spec, dict) or not isinstance(spec.get("fn"), str):
+        fn = spec.get("fn") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or not isinstance(fn, str):
             continue
-        fn = spec["fn"]
         base = f"rewards[{i}]"
         if registry.is_custom(fn):
             try:
@@ -243,7 +246,7 @@ def _check_rewards(rewards: list[Any], folder: Path) -> list[Problem]:
     return errors
 
 
-def _check_grpo(grpo: dict[str, Any]) -> list[Problem]:
+def _check_grpo(grpo: JsonObject) -> list[Problem]:
     errors = []
     variant = grpo.get("variant", "grpo")
     symptom = grpo.get("symptom")
@@ -265,7 +268,7 @@ def _check_grpo(grpo: dict[str, Any]) -> list[Problem]:
     return errors
 
 
-def _check_hardware(hw: dict[str, Any]) -> list[Problem]:
+def _check_hardware(hw: JsonObject) -> list[Problem]:
     errors = []
     gpus = hw.get("gpus", 1)
     if gpus == 0 and hw.get("generation") != "transformers":
@@ -275,25 +278,25 @@ def _check_hardware(hw: dict[str, Any]) -> list[Problem]:
     return errors
 
 
-def check_brief(raw: dict[str, Any], folder: Path) -> list[Problem]:
+def check_brief(raw: JsonObject, folder: Path) -> list[Problem]:
     """Every error of the brief: schema first, then cross-field checks on the defaulted brief."""
     errors = _collect_schema_errors(raw)
     # Cross-field checks run on whatever sections are well-typed, so one bad field hides nothing else.
     data = apply_defaults({k: v for k, v in raw.items()})
-    sections = {k: data.get(k) for k in ("model", "data", "grpo", "hardware")}
-    if isinstance(sections["model"], dict):
-        raw_model = raw.get("model") if isinstance(raw.get("model"), dict) else {}
-        errors += _check_model(sections["model"], raw_model or {}, folder)
-    if isinstance(sections["data"], dict):
-        data_errors = _check_data(sections["data"], folder)
+    model, data_section, grpo, hardware, rewards = (data.get(k) for k in ("model", "data", "grpo", "hardware",
+                                                                          "rewards"))
+    if isinstance(model, dict):
+        errors += _check_model(model, object_at(raw, "model"), folder)
+    if isinstance(data_section, dict):
+        data_errors = _check_data(data_section, folder)
         errors += data_errors
-        if not data_errors and isinstance(data.get("rewards"), list):
-            errors += check_data_columns(sections["data"], data["rewards"], folder)
-    if isinstance(data.get("rewards"), list):
-        errors += _check_rewards(data["rewards"], folder)
-    if isinstance(sections["grpo"], dict):
-        errors += _check_grpo(sections["grpo"])
-    if isinstance(sections["hardware"], dict):
-        errors += _check_hardware(sections["hardware"])
+        if not data_errors and isinstance(rewards, list):
+            errors += check_data_columns(data_section, rewards, folder)
+    if isinstance(rewards, list):
+        errors += _check_rewards(rewards, folder)
+    if isinstance(grpo, dict):
+        errors += _check_grpo(grpo)
+    if isinstance(hardware, dict):
+        errors += _check_hardware(hardware)
     errors += check_episode(data, folder)
     return sorted(set(errors), key=lambda e: (e.path, e.message))

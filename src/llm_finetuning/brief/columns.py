@@ -14,13 +14,13 @@ import csv
 import difflib
 import importlib.util
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.brief.sections import DataSpec, RewardSpec
 from llm_finetuning.errors import Problem, UnusableInput
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.reward_registry import data_columns, tool_call_schema_problems
 
 FIRST_ROWS = 20
@@ -35,14 +35,16 @@ class Needed:
     written: bool  # named in the YAML (False: the reward's default)
 
 
-def needed_columns(data: dict[str, Any], rewards: list[Any]) -> list[Needed]:
+def needed_columns(data: JsonObject, rewards: Sequence[JsonValue]) -> list[Needed]:
     """Every column the brief reads from each row, with the YAML path that decides it."""
     out = [Needed("data.prompt_field", str(data.get("prompt_field") or "prompt"), "prompt_field" in data)]
     for i, spec in enumerate(rewards):
-        if not isinstance(spec, dict) or not isinstance(spec.get("fn"), str):
+        fn = spec.get("fn") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or not isinstance(fn, str):
             continue
-        args: dict[str, Any] = spec["args"] if isinstance(spec.get("args"), dict) else {}
-        for arg, column in data_columns(spec["fn"], args):
+        found = spec.get("args")
+        args: JsonObject = found if isinstance(found, dict) else {}
+        for arg, column in data_columns(fn, args):
             out.append(Needed(f"rewards[{i}].args.{arg}", column, arg in args))
     return out
 
@@ -54,22 +56,24 @@ def parquet_readable() -> bool:
         return False
 
 
-def first_rows(path: Path, n: int = FIRST_ROWS) -> list[dict[str, Any]] | None:
+def first_rows(path: Path, n: int = FIRST_ROWS) -> list[dict[str, object]] | None:
     """The first `n` rows' columns (values only where the format gives them cheaply), or None when the
     format cannot be read without a missing package (Parquet without pyarrow). Raises ValueError with a
     one-line reason for a file that does not hold rows."""
     suffix = path.suffix.lower()
-    rows: list[Any] = []
+    rows: object = []
     if suffix == ".jsonl":
+        lines: list[object] = []
         with path.open(encoding="utf-8") as fh:
             for number, line in enumerate(fh, start=1):
-                if len(rows) >= n:
+                if len(lines) >= n:
                     break
                 if line.strip():
                     try:
-                        rows.append(json.loads(line))
+                        lines.append(json.loads(line))
                     except ValueError as exc:
                         raise ValueError(f"line {number} is not JSON ({exc})") from None
+        rows = lines
     elif suffix == ".json":
         loaded = json.loads(path.read_text(encoding="utf-8"))
         rows = loaded.get("data", loaded) if isinstance(loaded, dict) else loaded
@@ -91,7 +95,7 @@ def first_rows(path: Path, n: int = FIRST_ROWS) -> list[dict[str, Any]] | None:
     return rows
 
 
-def missing_columns(needed: list[Needed], rows: list[dict[str, Any]], source: str,
+def missing_columns(needed: list[Needed], rows: Sequence[Mapping[str, object]], source: str,
                     name_path: bool = False, every_row: bool = True) -> list[Problem]:
     """One error per needed column that some of `rows` lack (`every_row=False`: that all of them lack),
     naming the columns they do have (`name_path`: the message itself names the YAML path, for errors
@@ -120,7 +124,7 @@ def missing_columns(needed: list[Needed], rows: list[dict[str, Any]], source: st
     return errors
 
 
-def check_data_columns(data: dict[str, Any], rewards: list[Any], folder: Path) -> list[Problem]:
+def check_data_columns(data: JsonObject, rewards: Sequence[JsonValue], folder: Path) -> list[Problem]:
     """Errors for columns the brief names that the local train/eval files lack (hub datasets are checked
     when a verb loads them)."""
     needed = needed_columns(data, rewards)
@@ -149,7 +153,7 @@ def check_data_columns(data: dict[str, Any], rewards: list[Any], folder: Path) -
     return errors
 
 
-def expected_call_schemas(rewards: list[Any], rows: list[dict[str, Any]], source: str) -> list[Problem]:
+def expected_call_schemas(rewards: Sequence[JsonValue], rows: Sequence[Mapping[str, object]], source: str) -> list[Problem]:
     """One error per argument schema in a `tool_call` reward's expected-calls column that does not compile
     (its row and path below the column in the message), so a bad schema stops `finetune check`, not a run."""
     errors = []
@@ -171,7 +175,7 @@ def expected_call_schemas(rewards: list[Any], rows: list[dict[str, Any]], source
     return errors
 
 
-def require_columns(data: DataSpec, rewards: Sequence[RewardSpec], rows: list[dict[str, Any]], source: str,
+def require_columns(data: DataSpec, rewards: Sequence[RewardSpec], rows: Sequence[Mapping[str, object]], source: str,
                     prompt: bool = True, every_row: bool = True) -> None:
     """Raise UnusableInput (the first missing column, and how many more) before any sampling or scoring
     starts, so a wrong column name never costs a whole sampling run and a KeyError traceback.

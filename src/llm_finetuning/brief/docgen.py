@@ -8,26 +8,27 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.brief import schema
+from llm_finetuning.brief.defaults import list_at, object_at
+from llm_finetuning.jsonvalue import JsonObject
 
 PAGE = Path("references/brief-fields.md")
 
 
-def _type(node: dict[str, Any]) -> str:
+def _type(node: JsonObject) -> str:
     """A schema node's type as a table cell: its enum, const, alternatives or JSON type."""
     if "enum" in node:
-        return " \\| ".join("null" if e is None else f"`{e}`" for e in node["enum"])
+        return " \\| ".join("null" if e is None else f"`{e}`" for e in list_at(node, "enum"))
     if "const" in node:
         return f"`{node['const']}`"
     if "anyOf" in node:
-        return " or ".join(_type(n) for n in node["anyOf"])
+        return " or ".join(_type(n) for n in list_at(node, "anyOf") if isinstance(n, dict))
     t = node.get("type", "any")
-    return " or ".join(t) if isinstance(t, list) else str(t)
+    return " or ".join(str(name) for name in t) if isinstance(t, list) else str(t)
 
 
-def _bounds(node: dict[str, Any]) -> str:
+def _bounds(node: JsonObject) -> str:
     """A schema node's limits (minimum, maximum, pattern) in words, Markdown-escaped for a table cell."""
     parts = []
     for key, word in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("pattern", "matches")):
@@ -36,27 +37,33 @@ def _bounds(node: dict[str, Any]) -> str:
     return ", ".join(parts).replace("|", "\\|")
 
 
-def field_row(name: str, node: dict[str, Any], required: bool) -> str:
+def field_row(name: str, node: JsonObject, required: bool) -> str:
     """One Markdown table row (name, type, default, meaning and limits) for a property of a JSON Schema.
 
     Shared by the brief's field page and the reward page's argument tables (`rewards.docgen`)."""
     default = "required" if required else (f"`{json.dumps(node['default'])}`" if "default" in node else "optional")
-    desc = node.get("description", "").replace("|", "\\|")
+    desc = str(node.get("description", "")).replace("|", "\\|")
     bounds = _bounds(node)
     return f"| `{name}` | {_type(node)} | {default} | {desc}{' (' + bounds + ')' if bounds else ''} |"
 
 
-def _rows(node: dict[str, Any], prefix: str, required: set[str]) -> list[str]:
+def _rows(node: JsonObject, prefix: str, required: set[str]) -> list[str]:
     rows = []
-    for key, sub in node.get("properties", {}).items():
+    for key, sub in object_at(node, "properties").items():
+        if not isinstance(sub, dict):
+            continue
         path = f"{prefix}{key}"
         rows.append(field_row(path, sub, key in required))
         if sub.get("type") == "object" and "properties" in sub:
-            rows += _rows(sub, f"{path}.", set(sub.get("required", [])))
-        items = sub.get("items", {})
+            rows += _rows(sub, f"{path}.", _names(sub, "required"))
+        items = object_at(sub, "items")
         if sub.get("type") == "array" and "properties" in items:
-            rows += _rows(items, f"{path}[].", set(items.get("required", [])))
+            rows += _rows(items, f"{path}[].", _names(items, "required"))
     return rows
+
+
+def _names(node: JsonObject, key: str) -> set[str]:
+    return {str(name) for name in list_at(node, key)}
 
 
 def render() -> str:
@@ -67,14 +74,14 @@ def render() -> str:
         "<!-- Generated from src/llm_finetuning/brief/brief.schema.json by "
         "`python -m llm_finetuning.brief.docgen`. Do not edit by hand; CI fails when this page is stale. -->",
         "",
-        s["description"],
+        str(s["description"]),
         "",
         "Paths are resolved relative to the brief's folder. Reward `args` are described in "
         "[reward-functions.md](reward-functions.md). Check a brief with `finetune check BRIEF`.",
         "",
         "| field | type | default | meaning |",
         "| --- | --- | --- | --- |",
-        *_rows(s, "", set(s.get("required", []))),
+        *_rows(s, "", _names(s, "required")),
         "",
     ]
     return "\n".join(lines)

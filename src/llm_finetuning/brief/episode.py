@@ -8,12 +8,13 @@ parser) runs in a child process: `sampling.episode_probe`, called by `finetune c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning import reward_registry as registry
 from llm_finetuning.errors import Problem
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 
 EPISODE_REWARDS = ("tool_call",)  # built-ins that only mean something on an episode
 
@@ -29,18 +30,26 @@ class EpisodeSpec:
     chat_template: str | None
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> EpisodeSpec | None:
-        """The spec of a defaulted brief mapping, or None for a brief without an episode."""
+    def of(cls, data: JsonObject) -> EpisodeSpec | None:
+        """The spec of a defaulted brief mapping, or None for a brief without an episode. Also read from a brief
+        the schema refused (the checks below run on it): a field of the wrong type reads as absent, and the schema
+        error names it."""
         ep = data.get("episode")
         if not isinstance(ep, dict):
             return None
-        return cls(tuple(str(t) for t in ep.get("tools") or ()), ep.get("environment"),
-                   int(ep.get("max_turns", 4)), float(ep.get("tool_timeout_s", 10.0)), ep.get("chat_template"))
+        tools, max_turns, timeout = ep.get("tools"), ep.get("max_turns", 4), ep.get("tool_timeout_s", 10.0)
+        return cls(tuple(str(t) for t in tools) if isinstance(tools, list) else (), _text(ep.get("environment")),
+                   int(max_turns) if isinstance(max_turns, (int, float)) else 4,
+                   float(timeout) if isinstance(timeout, (int, float)) else 10.0, _text(ep.get("chat_template")))
 
     def code_refs(self) -> list[tuple[str, str]]:
         """(YAML path, `module:name`) of every tool and the environment, in brief order."""
         refs = [(f"episode.tools[{i}]", ref) for i, ref in enumerate(self.tools)]
         return refs + ([("episode.environment", self.environment)] if self.environment else [])
+
+
+def _text(value: JsonValue) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def environment_reward_name(spec: EpisodeSpec | None) -> str | None:
@@ -56,12 +65,12 @@ def template_path(spec: EpisodeSpec, folder: Path) -> Path | None:
     return p if p.is_absolute() else folder / p
 
 
-def check_episode(data: dict[str, Any], folder: Path) -> list[Problem]:
+def check_episode(data: JsonObject, folder: Path) -> list[Problem]:
     """Problems of the episode section and of rewards that need one, found without importing anything."""
     spec = EpisodeSpec.of(data)
     errors: list[Problem] = []
     found = data.get("rewards")
-    rewards: list[Any] = found if isinstance(found, list) else []
+    rewards: Sequence[JsonValue] = found if isinstance(found, list) else []
     if spec is None:
         for i, r in enumerate(rewards):
             if isinstance(r, dict) and r.get("fn") in EPISODE_REWARDS:

@@ -7,17 +7,22 @@ keys, and non-mapping documents. Every refusal is an `UnusableInput` with a one-
 Numbers read as YAML 1.2 reads them: PyYAML follows YAML 1.1, where a float needs a dot and a signed
 exponent, so `5e-7` (how every TRL config writes a learning rate), `1E-5` and `1e5` would be strings.
 `NumberLoader` adds the YAML 1.2 forms; `safe_load` reads any other brief-like YAML (a TRL config) with it.
+
+A brief is returned as a `JsonObject`, the JSON the schema validates: the schema admits JSON's types only, so a
+value PyYAML makes beyond them (a date, `!!binary`, a number as a mapping key) is refused in every typed field and reaches the brief only
+inside a free-form object (`grpo.overrides`, `rewards[*].args`), as the value it is.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.jsonvalue import JsonObject
 
 MAX_BRIEF_BYTES = 1 << 20
 
@@ -34,15 +39,16 @@ class NumberLoader(yaml.SafeLoader):
 NumberLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
 
 
-def safe_load(text: str) -> Any:
-    """`yaml.safe_load` with YAML 1.2 floats: for brief-like YAML that is not a brief (a TRL config)."""
+def safe_load(text: str) -> object:
+    """`yaml.safe_load` with YAML 1.2 floats: for brief-like YAML that is not a brief (a TRL config); the caller
+    narrows what it reads."""
     return yaml.load(text, Loader=NumberLoader)  # noqa: S506 - NumberLoader is a SafeLoader
 
 
 class _BriefLoader(NumberLoader):
     """NumberLoader without aliases and with duplicate keys as errors."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D401
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:  # noqa: D401
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
             raise yaml.MarkedYAMLError(
@@ -56,9 +62,9 @@ class _BriefLoader(NumberLoader):
             )
         return super().compose_node(parent, index)
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, object]:
         if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, Any] = {}
+            seen: dict[object, yaml.Mark] = {}
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=True)
                 try:
@@ -87,7 +93,7 @@ def _one_line(exc: yaml.YAMLError) -> str:
     return f"{where}{problem}"
 
 
-def load_yaml_text(text: str, source: str = "<brief>") -> dict[str, Any]:
+def load_yaml_text(text: str, source: str = "<brief>") -> JsonObject:
     if len(text.encode("utf-8", errors="replace")) > MAX_BRIEF_BYTES:
         raise UnusableInput(f"{source} is larger than 1 MiB; a brief is a short YAML file",
                             "point data.train at the data instead of pasting it into the brief")
@@ -113,7 +119,7 @@ def load_yaml_text(text: str, source: str = "<brief>") -> dict[str, Any]:
     return doc
 
 
-def load_yaml_file(path: Path) -> dict[str, Any]:
+def load_yaml_file(path: Path) -> JsonObject:
     try:
         size = path.stat().st_size
     except FileNotFoundError:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
-from llm_finetuning.brief.sections import GrpoSpec
+from llm_finetuning.brief.sections import LR_SCHEDULERS, GrpoSpec, choice_of, number_of, value_of
+from llm_finetuning.jsonvalue import JsonObject
 
 SCHEDULES = ("constant", "cosine", "linear")
 
@@ -28,10 +28,10 @@ class Schedule:
     peak: float
 
     @classmethod
-    def of(cls, grpo: dict[str, Any]) -> Schedule:
+    def of(cls, grpo: JsonObject) -> Schedule:
         """The schedule of a brief's (defaulted) `grpo` section. Warm-up steps round up, as transformers does."""
-        return cls.made(str(grpo["lr_scheduler"]), float(grpo["warmup_ratio"]), int(grpo["max_steps"]),
-                        float(grpo["learning_rate"]))
+        return cls.made(choice_of(grpo, "lr_scheduler", LR_SCHEDULERS), number_of(grpo, "warmup_ratio"),
+                        value_of(grpo, "max_steps", int), number_of(grpo, "learning_rate"))
 
     @classmethod
     def of_spec(cls, grpo: GrpoSpec) -> Schedule:

@@ -8,10 +8,11 @@ so a name transformers adds or drops shows up as a failing test, not as a run th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from llm_finetuning.brief.sections import TrackingSpec
+    from llm_finetuning.brief.variants import ConfigValue
 
 # report_to name -> (module that must import, the pip install that provides it)
 TRACKERS: dict[str, tuple[str, str]] = {
@@ -33,12 +34,12 @@ TRACKERS: dict[str, tuple[str, str]] = {
 TENSORBOARD_DIR = "tensorboard"  # inside RUN_DIR; `finetune launch` points TENSORBOARD_LOGGING_DIR at it
 
 
-def tracking_entries(tracking: TrackingSpec, brief_name: str) -> list[tuple[str, Any, str]]:
+def tracking_entries(tracking: TrackingSpec, brief_name: str) -> list[tuple[str, ConfigValue, str]]:
     """(GRPOConfig key, value, why) for the brief's `tracking` section."""
     report_to = list(tracking.report_to)
     if not report_to:
         return [("report_to", "none", "metrics go to metrics.jsonl (finetune launch) and trainer_state.json")]
-    out: list[tuple[str, Any, str]] = [
+    out: list[tuple[str, ConfigValue, str]] = [
         ("report_to", report_to, "tracking.report_to; metrics.jsonl is still written for finetune diagnose"),
         ("run_name", tracking.run_name or brief_name, "tracking.run_name" if tracking.run_name
          else "the brief's name (tracking.run_name unset)"),

@@ -7,19 +7,24 @@ the brief, and diagnose must not import the renderer. Pure data.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
+
+# A value of TRL's GRPOConfig as grpo_config.yaml holds it: a YAML scalar, a list or a mapping of them. Read-only
+# containers, so a list[str] or a dict[str, str] is one as it is.
+ConfigValue: TypeAlias = str | int | float | bool | None | Sequence["ConfigValue"] | Mapping[str, "ConfigValue"]
 
 # The symptom `finetune diagnose` names that each variant answers (`grpo.symptom`); grpo answers none.
 VARIANT_SYMPTOM = {"dapo": "entropy_collapse", "dr_grpo": "length_reward_correlation", "gspo": "moe"}
 
 
-def variant_decides(variant: str) -> dict[str, Any]:
+def variant_decides(variant: str) -> dict[str, ConfigValue]:
     """What the variant sets in GRPOConfig, key by key: an override may repeat it but not contradict it."""
     return {key: value for key, value, _ in VARIANT_SETTINGS[variant]}
 
 
 # One entry per GRPO variant: (key, value, why). Applied after the brief's own values.
-VARIANT_SETTINGS: dict[str, list[tuple[str, Any, str]]] = {
+VARIANT_SETTINGS: dict[str, list[tuple[str, ConfigValue, str]]] = {
     "grpo": [
         ("loss_type", "grpo", "the recipe's loss (TRL 1.16 defaults to dapo)"),
         ("scale_rewards", "group", "advantages scaled by the group's standard deviation"),

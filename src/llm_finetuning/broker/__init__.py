@@ -93,8 +93,11 @@ def brief_paths_outside(project: Path, brief: str) -> list[Problem]:
         data = apply_defaults(load_yaml_file(Path(brief)))
     except (UnusableInput, OSError, ValueError, TypeError, AttributeError):
         return []
-    named = [(f"records.{k}", v, True) for k, v in (data.get("records") or {}).items()]
-    named += [(f"data.{k}", data.get("data", {}).get(k), False) for k in ("train", "eval")]
+    records, sources = data.get("records") or {}, data.get("data", {})
+    if not isinstance(records, dict) or not isinstance(sources, dict):
+        return []  # a section of the wrong type: the verb's check names it
+    named = [(f"records.{k}", v, True) for k, v in records.items()]
+    named += [(f"data.{k}", sources.get(k), False) for k in ("train", "eval")]
     problems = []
     for field_name, value, always in named:
         if not isinstance(value, str) or not value:

@@ -67,7 +67,8 @@ def briefs_records(briefs: list[Path]) -> tuple[list[Path], list[str]]:
     for path in briefs:
         try:
             records = apply_defaults(load_yaml_file(path)).get("records") or {}
-            folders.update(records_folders(records.values(), path.parent))
+            named = [str(v) for v in records.values()] if isinstance(records, dict) else []
+            folders.update(records_folders(named, path.parent))
         except UnusableInput as exc:
             warnings.append(f"warning: {exc.line()} (its records are not covered; the gate's protection check "
                             "fails for it until they are)")

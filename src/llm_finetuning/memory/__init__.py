@@ -97,16 +97,16 @@ def host_ram_gib() -> float | None:
 def settings_from_brief(brief: Brief) -> Settings:
     """Settings from a loaded brief."""
     model, grpo, hw = brief.model, brief.grpo, brief.hardware
-    overrides = grpo.overrides
     cpu = hw.gpus == 0
     gpus = hw.gpus or 1
     generation = hw.generation
     if generation == "vllm-server" and hw.nodes == 1 and gpus > 1:
         gpus = max(1, gpus - hw.vllm_server_gpus)
-    spg = overrides.get("steps_per_generation")
-    if spg is None and overrides.get("generation_batch_size"):
-        spg = max(1, int(overrides["generation_batch_size"]) // (grpo.per_device_train_batch_size * gpus))
-    sleep = overrides.get("vllm_enable_sleep_mode")
+    spg = grpo.whole_override("steps_per_generation")
+    size = grpo.whole_override("generation_batch_size")
+    if spg is None and size:
+        spg = max(1, size // (grpo.per_device_train_batch_size * gpus))
+    sleep = grpo.overrides.get("vllm_enable_sleep_mode")
     return Settings(
         adapter=model.adapter,
         dtype=model.dtype,
@@ -115,7 +115,7 @@ def settings_from_brief(brief: Brief) -> Settings:
         num_generations=int(grpo.num_generations),
         per_device_batch=int(grpo.per_device_train_batch_size),
         gradient_accumulation_steps=int(grpo.gradient_accumulation_steps),
-        steps_per_generation=int(spg) if spg else None,
+        steps_per_generation=spg or None,
         max_completion_length=int(grpo.max_completion_length),
         prompt_tokens=int(grpo.max_prompt_length or 512),
         beta=float(grpo.beta),
@@ -130,7 +130,8 @@ def settings_from_brief(brief: Brief) -> Settings:
 
 
 def estimate(model: str | ModelShape, settings: Settings | None = None, **changes: Any) -> Estimate:
-    """Estimate a run for a model (id, path or shape) and settings; keyword arguments replace fields."""
+    """Estimate a run for a model (id, path or shape) and settings; keyword arguments replace fields of
+    `Settings`, forwarded as they are to `dataclasses.replace`, which checks them."""
     shape = model if isinstance(model, ModelShape) else resolve_shape(model)
     return estimate_shape(shape, replace(settings or Settings(), **changes))
 

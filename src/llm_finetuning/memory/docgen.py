@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from llm_finetuning.brief import recipe_defaults
+from llm_finetuning.brief.sections import number_of, value_of
 from llm_finetuning.memory.estimator import GIB, Settings, estimate, state_bytes_per_parameter
 from llm_finetuning.memory.shapes import ModelShape, lookup
 
@@ -44,10 +45,12 @@ def recipe_settings() -> Settings:
     """The recipe the tables assume: the brief schema's defaults, on one GPU with transformers generation."""
     grpo = recipe_defaults()
     return Settings(
-        adapter="full", dtype="bfloat16", gpus=1, gpu_memory_gib=80.0, num_generations=grpo["num_generations"],
-        per_device_batch=grpo["per_device_train_batch_size"],
-        gradient_accumulation_steps=grpo["gradient_accumulation_steps"],
-        max_completion_length=grpo["max_completion_length"], prompt_tokens=512, beta=grpo["beta"],
+        adapter="full", dtype="bfloat16", gpus=1, gpu_memory_gib=80.0,
+        num_generations=value_of(grpo, "num_generations", int),
+        per_device_batch=value_of(grpo, "per_device_train_batch_size", int),
+        gradient_accumulation_steps=value_of(grpo, "gradient_accumulation_steps", int),
+        max_completion_length=value_of(grpo, "max_completion_length", int), prompt_tokens=512,
+        beta=number_of(grpo, "beta"),
         generation="transformers", gradient_checkpointing=True,
     )
 

@@ -51,7 +51,7 @@ def brief_sampling_settings(brief: Brief) -> dict[str, Any]:
     return {
         "max_completion_length": int(grpo.max_completion_length),
         "temperature": float(grpo.temperature),
-        "top_p": float(grpo.overrides.get("top_p", 1.0)),
+        "top_p": grpo.number_override("top_p", 1.0),
         "system_prompt": brief.data.system_prompt or None,
         "k": int(grpo.num_generations),
     }
