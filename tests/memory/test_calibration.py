@@ -15,11 +15,11 @@ ROWS = load(*RESULTS)
 def test_the_calibration_file_covers_the_cases_that_matter() -> None:
     points = [r.point for r in ROWS]
     assert len(points) >= 18
-    assert any(p.get("GA", 1) > 1 for p in points), "a generation-bound point"
-    assert {p["adapter"] for p in points} == {"full", "lora"}
-    assert {p["gc"] for p in points} == {True, False}
-    assert {p["beta"] > 0 for p in points} == {True, False}
-    assert {p["dtype"] for p in points} == {"bfloat16", "float32"}
+    assert any(p.gradient_accumulation_steps > 1 for p in points), "a generation-bound point"
+    assert {p.adapter for p in points} == {"full", "lora"}
+    assert {p.gradient_checkpointing for p in points} == {True, False}
+    assert {p.beta > 0 for p in points} == {True, False}
+    assert {p.dtype for p in points} == {"bfloat16", "float32"}
     assert any(r.oom for r in ROWS), "a measured out-of-memory point keeps the fit verdict honest"
     assert max(r.predicted.params for r in ROWS) > 14e9
 
@@ -44,10 +44,10 @@ def test_generation_phase_is_within_ten_percent(row) -> None:  # type: ignore[no
 
 def test_the_fp32_trap_is_predicted_and_bf16_fixes_it() -> None:
     """TRL 1.16 loads a model path in float32: 7B full fine-tuning OOMs on a 141 GB card, bf16 fits."""
-    fp32 = [r for r in ROWS if r.point["dtype"] == "float32" and "7B" in r.point["model"]
-            and r.point["adapter"] == "full"]
-    bf16 = [r for r in ROWS if r.point["dtype"] == "bfloat16" and "7B" in r.point["model"]
-            and r.point["adapter"] == "full" and r.point["gc"]]
+    fp32 = [r for r in ROWS if r.point.dtype == "float32" and "7B" in r.point.model
+            and r.point.adapter == "full"]
+    bf16 = [r for r in ROWS if r.point.dtype == "bfloat16" and "7B" in r.point.model
+            and r.point.adapter == "full" and r.point.gradient_checkpointing]
     assert fp32 and bf16
     assert fp32[0].oom and not fp32[0].predicted.fits
     assert not bf16[0].oom and bf16[0].predicted.fits

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.jsonvalue import JsonObject
 from llm_finetuning.memory.estimator import Estimate, Settings
 from llm_finetuning.memory.estimator import estimate as estimate_shape
 from llm_finetuning.memory.gguf_header import GGUFError, shape_from_gguf
@@ -58,7 +59,7 @@ def resolve_shape(model_id: str, gguf_file: str | None = None, folder: Path | No
             config = path / "config.json"
             if config.is_file():
                 try:
-                    return shape_from_config(json.loads(config.read_text()), model_id)
+                    return shape_from_config(_config_object(config), model_id)
                 except (ValueError, KeyError, TypeError) as exc:
                     raise UnusableInput(f"{config} cannot be read as a model config: {exc}",
                                         "point at a transformers model folder", "model.id") from exc
@@ -76,6 +77,14 @@ def resolve_shape(model_id: str, gguf_file: str | None = None, folder: Path | No
             "model.id",
         )
     return shape
+
+
+def _config_object(path: Path) -> JsonObject:
+    """A model's config.json as the JSON object it must be (ValueError for anything else)."""
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"it holds a {type(data).__name__}, not a JSON object")
+    return data
 
 
 def _gguf(path: Path, name: str) -> ModelShape:

@@ -9,15 +9,65 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.memory.estimator import ALLOCATOR_SLACK, Estimate, Settings, estimate
 from llm_finetuning.memory.shapes import lookup
 
 
+def _number(record: JsonObject, key: str) -> float:
+    value = record[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{key} is {value!r}, not a number")
+    return float(value)
+
+
+def _whole(record: JsonObject, key: str, default: int | None = None) -> int:
+    value = record[key] if default is None else record.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{key} is {value!r}, not a whole number")
+    return value
+
+
+def _text(record: JsonObject, key: str) -> str:
+    value = record[key]
+    if not isinstance(value, str):
+        raise ValueError(f"{key} is {value!r}, not a string")
+    return value
+
+
+def _object(value: JsonValue, what: str) -> JsonObject:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is {value!r}, not a JSON object")
+    return value
+
+
+@dataclass(frozen=True)
+class Point:
+    """The settings of one measured run, parsed from the `point` of its line (bench/memory_calibration.py names
+    them B, G, GA, P, L and gc)."""
+
+    model: str
+    adapter: str
+    dtype: str
+    beta: float
+    gradient_checkpointing: bool
+    per_device_batch: int
+    num_generations: int
+    prompt_tokens: int
+    max_completion_length: int
+    gradient_accumulation_steps: int = 1
+
+    @classmethod
+    def of(cls, point: JsonObject) -> Point:
+        return cls(_text(point, "model"), _text(point, "adapter"), _text(point, "dtype"), _number(point, "beta"),
+                   bool(point["gc"]), _whole(point, "B"), _whole(point, "G"), _whole(point, "P"), _whole(point, "L"),
+                   _whole(point, "GA", 1))
+
+
 @dataclass(frozen=True)
 class Comparison:
-    point: dict[str, Any]
+    point: Point
     measured_reserved_gib: float
     measured_allocated_gib: float
     oom: bool
@@ -45,19 +95,20 @@ class Comparison:
 
     def label(self) -> str:
         p = self.point
-        gc = "GC" if p["gc"] else "no GC"
-        return (f"{p['model'].split('/')[-1]} {p['adapter']} {p['dtype']} beta={p['beta']:g} {gc} "
-                f"B={p['B']}{' GA=' + str(p['GA']) if p.get('GA', 1) > 1 else ''} P+L={p['P']}+{p['L']}")
+        gc = "GC" if p.gradient_checkpointing else "no GC"
+        ga = p.gradient_accumulation_steps
+        return (f"{p.model.split('/')[-1]} {p.adapter} {p.dtype} beta={p.beta:g} {gc} "
+                f"B={p.per_device_batch}{' GA=' + str(ga) if ga > 1 else ''} P+L={p.prompt_tokens}+{p.max_completion_length}")
 
 
-def settings_for(point: dict[str, Any], device_gib: float) -> Settings:
+def settings_for(point: Point, device_gib: float) -> Settings:
     """The estimator's settings for one calibration point (one GPU, transformers generation)."""
     return Settings(
-        adapter=point["adapter"], dtype=point["dtype"], gpus=1, gpu_memory_gib=device_gib,
-        num_generations=point["G"], per_device_batch=point["B"],
-        gradient_accumulation_steps=point.get("GA", 1),
-        max_completion_length=point["L"], prompt_tokens=point["P"], beta=point["beta"],
-        generation="transformers", gradient_checkpointing=point["gc"], lora_r=16,
+        adapter=point.adapter, dtype=point.dtype, gpus=1, gpu_memory_gib=device_gib,
+        num_generations=point.num_generations, per_device_batch=point.per_device_batch,
+        gradient_accumulation_steps=point.gradient_accumulation_steps,
+        max_completion_length=point.max_completion_length, prompt_tokens=point.prompt_tokens, beta=point.beta,
+        generation="transformers", gradient_checkpointing=point.gradient_checkpointing, lora_r=16,
     )
 
 
@@ -66,15 +117,18 @@ def load(*paths: str | Path) -> list[Comparison]:
     out = []
     lines = [(Path(path).name, line) for path in paths for line in Path(path).read_text().splitlines()]
     for source, line in lines:
-        rec = json.loads(line)
+        rec = _object(json.loads(line), f"a line of {source}")
         if rec.get("error") or "peak_reserved_gib" not in rec:
             continue
-        shape = lookup(rec["point"]["model"])
-        assert shape is not None, rec["point"]["model"]
-        device = float(rec["device_total_gib"])
-        gens = [m["peak_alloc_gib"] for m in rec.get("marks", []) if m["label"] == "generation"]
-        out.append(Comparison(rec["point"], rec["peak_reserved_gib"], rec["peak_alloc_gib"], bool(rec["oom"]),
-                              device, estimate(shape, settings_for(rec["point"], device)),
+        point = Point.of(_object(rec["point"], "point"))
+        shape = lookup(point.model)
+        assert shape is not None, point.model
+        device = _number(rec, "device_total_gib")
+        found = rec.get("marks")
+        marks = [_object(m, "a mark") for m in found] if isinstance(found, list) else []
+        gens = [_number(m, "peak_alloc_gib") for m in marks if m["label"] == "generation"]
+        out.append(Comparison(point, _number(rec, "peak_reserved_gib"), _number(rec, "peak_alloc_gib"),
+                              bool(rec["oom"]), device, estimate(shape, settings_for(point, device)),
                               gens[-1] if gens else None, source))
     return out
 

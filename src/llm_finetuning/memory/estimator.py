@@ -23,8 +23,8 @@ The model of a step (checked against bench/results/memory-h200.jsonl, measured o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from dataclasses import asdict, dataclass, field, replace
+from typing import NamedTuple, TypedDict
 
 from llm_finetuning.memory.shapes import ModelShape
 
@@ -147,6 +147,15 @@ class Settings:
         return self.per_device_batch * (self.steps_per_generation or self.gradient_accumulation_steps)
 
 
+class Recommendation(TypedDict):
+    """The estimate's advice that render writes into grpo_config.yaml: the vLLM memory share (None when vLLM does
+    not share the GPU), whether vLLM sleeps while training, and the distribution the GPUs train with."""
+
+    vllm_gpu_memory_utilization: float | None
+    vllm_enable_sleep_mode: bool
+    distributed: str
+
+
 @dataclass
 class Estimate:
     """A peak-memory estimate for one GPU; `total_gib` is PyTorch's predicted peak reserved memory."""
@@ -161,7 +170,7 @@ class Estimate:
     cuda_context_gib: float
     peak_phase: str
     phases: dict[str, float]
-    recommend: dict[str, Any]
+    recommend: Recommendation
     advice: list[str] = field(default_factory=list)
     vllm_server_gib: float | None = None
 
@@ -181,7 +190,7 @@ class Estimate:
     def headroom_gib(self) -> float:
         return self.gpu_memory_gib - self.device_total_gib
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "model": self.model,
             "params": self.params,
@@ -195,7 +204,7 @@ class Estimate:
             "phases": {k: round(v, 2) for k, v in self.phases.items()},
             "cuda_context_gib": self.cuda_context_gib,
             "vllm_server_gib": None if self.vllm_server_gib is None else round(self.vllm_server_gib, 2),
-            "settings": {k: v for k, v in self.settings.__dict__.items()},
+            "settings": asdict(self.settings),
             "recommend": self.recommend,
             "advice": self.advice,
         }
@@ -588,7 +597,7 @@ def _core(shape: ModelShape, s: Settings) -> Estimate:
     context = 0.0 if s.cpu else CUDA_CONTEXT_GIB + (NCCL_GIB if s.gpus > 1 else 0.0)
     colocated = s.generation == "vllm-colocate"
     util = s.vllm_gpu_memory_utilization
-    recommend = {
+    recommend: Recommendation = {
         "vllm_gpu_memory_utilization": round(util, 2) if colocated and util else None,
         "vllm_enable_sleep_mode": bool(s.vllm_enable_sleep_mode) if colocated else False,
         "distributed": run.distributed,

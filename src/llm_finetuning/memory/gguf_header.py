@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO, TypeAlias, Union
 
 from llm_finetuning.memory.shapes import ModelShape
 
 # GGUF metadata value types -> struct format (scalars); 8 is a string, 9 an array.
 _SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
+
+# A metadata value: a number or bool, a string, or an array of them (an array not kept: its length).
+GGUFValue: TypeAlias = Union[int, float, bool, str, "list[GGUFValue]"]
 
 
 class GGUFError(ValueError):
@@ -47,12 +50,19 @@ class _Reader:
         self.pos += n
         return out
 
-    def scalar(self, fmt: str) -> Any:
+    def scalar(self, fmt: str) -> int | float | bool:
+        """One little-endian number of the struct format `fmt` (an entry of _SCALAR, or `<I`/`<Q`)."""
         size = struct.calcsize(fmt)
         self._ensure(size)
-        value = struct.unpack_from(fmt, self.data, self.pos)[0]
+        value: int | float | bool = struct.unpack_from(fmt, self.data, self.pos)[0]
         self.pos += size
         return value
+
+    def u32(self) -> int:
+        return int(self.scalar("<I"))
+
+    def u64(self) -> int:
+        return int(self.scalar("<Q"))
 
     def skip(self, n: int) -> None:
         self._ensure(n)
@@ -77,19 +87,19 @@ class _Reader:
                 left -= 1
 
     def string(self) -> str:
-        n = self.scalar("<Q")
+        n = self.u64()
         if n > 1 << 24:
             raise GGUFError(f"implausible string length {n} in the GGUF header")
         return self.take(n).decode("utf-8", errors="replace")
 
-    def value(self, vtype: int, keep: bool = True) -> Any:
+    def value(self, vtype: int, keep: bool = True) -> GGUFValue:
         if vtype in _SCALAR:
             return self.scalar(_SCALAR[vtype])
         if vtype == _STRING:
             return self.string()
         if vtype == _ARRAY:
-            itype = self.scalar("<I")
-            count = self.scalar("<Q")
+            itype = self.u32()
+            count = self.u64()
             if itype in _SCALAR and not keep:
                 self.skip(struct.calcsize(_SCALAR[itype]) * count)
                 return count
@@ -100,27 +110,27 @@ class _Reader:
         raise GGUFError(f"unknown GGUF value type {vtype}")
 
 
-def read_header(path: str | Path) -> tuple[dict[str, Any], dict[str, list[int]]]:
+def read_header(path: str | Path) -> tuple[dict[str, GGUFValue], dict[str, list[int]]]:
     """(metadata, {tensor name: dims}) of a GGUF file; arrays are kept as their length only."""
     with open(path, "rb") as f:
         r = _Reader(f)
         if r.take(4) != b"GGUF":
             raise GGUFError("not a GGUF file (no GGUF magic)")
-        version = r.scalar("<I")
+        version = r.u32()
         if version not in (2, 3):
             raise GGUFError(f"GGUF version {version} is not supported (2 and 3 are)")
-        n_tensors = r.scalar("<Q")
-        n_kv = r.scalar("<Q")
-        meta: dict[str, Any] = {"GGUF.version": version}
+        n_tensors = r.u64()
+        n_kv = r.u64()
+        meta: dict[str, GGUFValue] = {"GGUF.version": version}
         for _ in range(n_kv):
             key = r.string()
-            meta[key] = r.value(r.scalar("<I"), keep=False)
+            meta[key] = r.value(r.u32(), keep=False)
         tensors: dict[str, list[int]] = {}
         for _ in range(n_tensors):
             name = r.string()
-            dims = [r.scalar("<Q") for _ in range(r.scalar("<I"))]
-            r.scalar("<I")  # ggml type
-            r.scalar("<Q")  # offset
+            dims = [r.u64() for _ in range(r.u32())]
+            r.u32()  # ggml type
+            r.u64()  # offset
             tensors[name] = dims
     return meta, tensors
 
@@ -132,8 +142,12 @@ def shape_from_gguf(path: str | Path, name: str | None = None) -> ModelShape:
     if not isinstance(arch, str):
         raise GGUFError("GGUF metadata has no general.architecture")
 
-    def get(key: str, default: Any = None) -> Any:
-        return meta.get(f"{arch}.{key}", default)
+    def get(key: str, default: int | None = None) -> int | None:
+        """The architecture's number `key` as an int (an array not kept: its length); `default` when absent."""
+        value = meta.get(f"{arch}.{key}", default)
+        if isinstance(value, (str, list)):
+            raise GGUFError(f"GGUF metadata {arch}.{key} is not a number")
+        return None if value is None else int(value)
 
     hidden = get("embedding_length")
     layers = get("block_count")
@@ -145,20 +159,21 @@ def shape_from_gguf(path: str | Path, name: str | None = None) -> ModelShape:
         embd = tensors.get("token_embd.weight")
         vocab = embd[1] if embd else 32000
     head_dim = get("attention.key_length")
-    experts = int(get("expert_count", 0) or 0)
+    experts = get("expert_count", 0) or 0
     ffn = get("expert_feed_forward_length") if experts else None
+    kv_heads = get("attention.head_count_kv", heads)
     return ModelShape(
         name=name or Path(path).name,
         family=arch,
-        hidden=int(hidden),
-        layers=int(layers),
-        heads=int(heads),
-        kv_heads=int(get("attention.head_count_kv", heads)),
-        intermediate=int(ffn or get("feed_forward_length", 4 * hidden)),
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=heads if kv_heads is None else kv_heads,
+        intermediate=ffn or get("feed_forward_length", 4 * hidden) or 0,
         vocab=int(vocab),
         tie_word_embeddings="output.weight" not in tensors,
-        head_dim=int(head_dim) if head_dim and int(head_dim) != hidden // heads else None,
+        head_dim=head_dim if head_dim and head_dim != hidden // heads else None,
         experts=experts,
-        experts_per_token=int(get("expert_used_count", 0) or 0) if experts else 0,
+        experts_per_token=(get("expert_used_count", 0) or 0) if experts else 0,
         qkv_bias="blk.0.attn_q.bias" in tensors,
     )

@@ -9,8 +9,8 @@ Qwen/Qwen2.5-7B-Instruct` answers offline. Pure Python: no torch, no gguf packag
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any
 
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.models import config_experts
 
 
@@ -79,7 +79,7 @@ class ModelShape:
             out += [(self.hidden, self.intermediate, 2), (self.intermediate, self.hidden, 1)]
         return [(i, o, c * self.layers) for i, o, c in out]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data["params"] = self.params()
         return data
@@ -185,30 +185,43 @@ def lookup(model_id: str) -> ModelShape | None:
     return None
 
 
-def shape_from_config(config: dict[str, Any], name: str) -> ModelShape:
-    """A shape from a transformers config.json dict (text config of multimodal models included)."""
-    cfg = config.get("text_config") or config
+def _whole(value: JsonValue, key: str) -> int:
+    """`int()` of a config.json size (an int, or a float or string that reads as one); TypeError naming the key
+    for null, a list or a mapping."""
+    if value is None or isinstance(value, (list, dict)):
+        raise TypeError(f"{key} is {value!r}, not a number")
+    return int(value)
+
+
+def shape_from_config(config: JsonObject, name: str) -> ModelShape:
+    """A shape from a transformers config.json object (text config of multimodal models included): the one place
+    the config's fields are read."""
+    text_config = config.get("text_config")
+    cfg = text_config if isinstance(text_config, dict) and text_config else config
     if "hidden_size" not in cfg:
         raise ValueError("config.json has no hidden_size")
-    heads = int(cfg.get("num_attention_heads", 1))
+    hidden = _whole(cfg["hidden_size"], "hidden_size")
+    heads = _whole(cfg.get("num_attention_heads", 1), "num_attention_heads")
     experts = config_experts(cfg)
     moe_width = cfg.get("moe_intermediate_size")
-    intermediate = int(moe_width if experts and moe_width else cfg.get("intermediate_size", 4 * cfg["hidden_size"]))
+    intermediate = (_whole(moe_width, "moe_intermediate_size") if experts and moe_width
+                    else _whole(cfg.get("intermediate_size", 4 * hidden), "intermediate_size"))
     family = str(cfg.get("model_type") or config.get("model_type") or "unknown")
     tie = config.get("tie_word_embeddings", cfg.get("tie_word_embeddings"))
     return ModelShape(
         name=name,
         family=family,
-        hidden=int(cfg["hidden_size"]),
-        layers=int(cfg["num_hidden_layers"]),
+        hidden=hidden,
+        layers=_whole(cfg["num_hidden_layers"], "num_hidden_layers"),
         heads=heads,
-        kv_heads=int(cfg.get("num_key_value_heads") or heads),
+        kv_heads=_whole(cfg.get("num_key_value_heads") or heads, "num_key_value_heads"),
         intermediate=intermediate,
-        vocab=int(cfg.get("vocab_size", 32000)),
+        vocab=_whole(cfg.get("vocab_size", 32000), "vocab_size"),
         tie_word_embeddings=bool(True if tie is None else tie),
-        head_dim=int(cfg["head_dim"]) if cfg.get("head_dim") else None,
+        head_dim=_whole(cfg["head_dim"], "head_dim") if cfg.get("head_dim") else None,
         experts=experts,
-        experts_per_token=int(cfg.get("num_experts_per_tok") or 0) if experts else 0,
-        shared_expert_intermediate=int(cfg.get("shared_expert_intermediate_size") or 0),
+        experts_per_token=_whole(cfg.get("num_experts_per_tok") or 0, "num_experts_per_tok") if experts else 0,
+        shared_expert_intermediate=_whole(cfg.get("shared_expert_intermediate_size") or 0,
+                                          "shared_expert_intermediate_size"),
         qkv_bias=bool(cfg.get("attention_bias", family.startswith("qwen2"))),
     )

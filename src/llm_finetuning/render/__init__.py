@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -20,6 +21,7 @@ from llm_finetuning import __version__
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_text, sha256_bytes, sha256_file
+from llm_finetuning.jsonvalue import JsonObject
 from llm_finetuning.render.manifest import build_manifest
 from llm_finetuning.render.plan import (
     MAIN_PROCESS_PORT,
@@ -48,7 +50,7 @@ __all__ = ["RenderError", "RenderResult", "RunPlan", "build_plan", "render_diffe
 SERVER_WAIT_S = 900
 
 
-def to_yaml(value: Any) -> str:
+def to_yaml(value: object) -> str:
     """One YAML value on one line, through yaml.safe_dump (strings quoted whenever YAML needs it)."""
     text = yaml.safe_dump(value, default_flow_style=True, width=2**31, allow_unicode=True, sort_keys=False)
     text = text.strip()
@@ -61,11 +63,11 @@ def to_yaml(value: Any) -> str:
     return text
 
 
-def _comment(value: Any) -> str:
+def _comment(value: object) -> str:
     return " ".join(str(value).split())
 
 
-def _sh_args(args: list[Any]) -> str:
+def _sh_args(args: Sequence[object]) -> str:
     return " ".join(shlex.quote(str(a)) for a in args)
 
 
@@ -88,8 +90,8 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def _serve_args(plan: RunPlan) -> list[Any]:
-    args: list[Any] = []
+def _serve_args(plan: RunPlan) -> list[str | int | float]:
+    args: list[str | int | float] = []
     if plan.model_revision:
         args += ["--revision", plan.model_revision]
     args += ["--tensor_parallel_size", plan.topology.server_gpus, "--gpu_memory_utilization",
@@ -128,10 +130,10 @@ class RenderResult:
     run_dir: Path
     plan: RunPlan
     files: dict[str, str]  # name -> sha256
-    manifest: dict[str, Any]
+    manifest: JsonObject
 
 
-def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str, recommend: dict[str, Any] | None = None,
+def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str, recommend: Mapping[str, object] | None = None,
                record_sha256: dict[str, str | None] | None = None) -> RenderResult:
     """Write the run directory for `brief` (which passed the gate) and its manifest; RenderError if TRL could not run it.
 
@@ -174,7 +176,7 @@ def _cut(line: str, width: int = 100) -> str:
 
 
 def render_differences(brief: Brief, run_dir: Path, gate_fingerprint: str,
-                       recommend: dict[str, Any] | None = None,
+                       recommend: Mapping[str, object] | None = None,
                        record_sha256: dict[str, str | None] | None = None) -> list[Problem]:
     """Render `brief` again in memory, exactly as `finetune render` would into `run_dir`, and name every file
     of the run directory (manifest.json included) that differs: a Problem `rendered_differs` per file, with
@@ -204,7 +206,7 @@ def render_differences(brief: Brief, run_dir: Path, gate_fingerprint: str,
         return [*problems, Problem("rendered_differs", MANIFEST, exc.message, rerender)]
     keys = sorted(k for k in set(want) | set(have_manifest) if want.get(k) != have_manifest.get(k))
     files = have_manifest.get("files")
-    have_files: dict[str, Any] = files if isinstance(files, dict) else {}
+    have_files: JsonObject = files if isinstance(files, dict) else {}
     if "files" in keys and set(have_files) == set(hashes) and {
             n for n in hashes if have_files[n] != hashes[n]} <= {p.path for p in problems}:
         keys.remove("files")  # only the hashes of files named above differ

@@ -10,11 +10,11 @@ Pure (hashlib and json only).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning import __version__
 from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import sha256_file
+from llm_finetuning.jsonvalue import JsonObject
 from llm_finetuning.render.plan import RunPlan
 from llm_finetuning.render.plan import relative_to_run as _rel
 from llm_finetuning.rundir.manifest import MANIFEST_FORMAT
@@ -30,9 +30,9 @@ def record_paths(brief: Brief) -> dict[str, Path]:
 
 
 def build_manifest(brief: Brief, run_dir: Path, plan: RunPlan, files: dict[str, str], gate_fingerprint: str,
-                   record_sha256: dict[str, str | None]) -> dict[str, Any]:
+                   record_sha256: dict[str, str | None]) -> JsonObject:
     """The manifest's JSON object; each record's sha256 from `record_sha256` (the gate's) where it is there."""
-    records = {}
+    records: JsonObject = {}
     for key, path in sorted(record_paths(brief).items()):
         digest = record_sha256[key] if key in record_sha256 else (sha256_file(path) if path.is_file() else None)
         records[key] = {"path": _rel(path, run_dir), "sha256": digest}

@@ -11,17 +11,18 @@ import difflib
 import functools
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.brief import Brief, GrpoSpec, HardwareSpec, ModelSpec
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.brief.sections import DATA_BUILDERS, data_is_local
 from llm_finetuning.brief.tracking import tracking_entries
-from llm_finetuning.brief.variants import VARIANT_SETTINGS
+from llm_finetuning.brief.variants import VARIANT_SETTINGS, ConfigValue
 from llm_finetuning.errors import Problem, ProblemError
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.rundir.manifest import Topology
 
 # TRL 1.16 GRPOConfig defaults the recipe disagrees with (loss_type dapo, beta 0.0, learning_rate 1e-6,
@@ -59,7 +60,7 @@ class Entry:
     """One `key: value` line of grpo_config.yaml with the reason it has that value."""
 
     key: str
-    value: Any
+    value: ConfigValue
     why: str = ""
 
 
@@ -77,7 +78,7 @@ class RunPlan:
     topology: Topology
     sections: list[tuple[str, list[Entry]]]
     reward_attrs: list[str]
-    reward_specs: list[dict[str, Any]]
+    reward_specs: list[JsonObject]
     reward_names: list[str]
     reward_occurrences: list[int]
     max_completion_length: int
@@ -85,7 +86,7 @@ class RunPlan:
     trl_cli_notes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def config(self) -> dict[str, Any]:
+    def config(self) -> dict[str, ConfigValue]:
         """grpo_config.yaml as a mapping (what TRL's parser will read)."""
         return {e.key: e.value for _, entries in self.sections for e in entries}
 
@@ -95,7 +96,7 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
     return Path(os.path.relpath(path.resolve(), run_dir.resolve())).as_posix()
 
 
-def topology(brief: Brief, recommend: dict[str, Any]) -> Topology:
+def topology(brief: Brief, recommend: Mapping[str, object]) -> Topology:
     """Processes and distribution for the brief's hardware, or RenderError when TRL could not run it."""
     hw = brief.hardware
     gpus, nodes, server_gpus = hw.gpus, hw.nodes, hw.server_gpus
@@ -142,7 +143,7 @@ def _check_batch(brief: Brief, topo: Topology) -> list[Problem]:
                     f"the generation batch {batch.formula} completions {what}", "; or ".join(batch.fixes()))]
 
 
-def _check_overrides(overrides: dict[str, Any]) -> list[Problem]:
+def _check_overrides(overrides: Mapping[str, JsonValue]) -> list[Problem]:
     known = set(trl_fields()["GRPOConfig"])
     errors = []
     for key in sorted(overrides):
@@ -160,7 +161,7 @@ def reward_attr(index: int, fn: str) -> str:
     return f"reward_{index}_{tail}"
 
 
-def build_plan(brief: Brief, run_dir: Path, recommend: dict[str, Any] | None = None) -> RunPlan:
+def build_plan(brief: Brief, run_dir: Path, recommend: Mapping[str, object] | None = None) -> RunPlan:
     """The run directory's contents for `brief` (a loaded, valid Brief), or RenderError.
 
     `recommend` is the memory estimate's advice (vLLM memory share, sleep mode, distribution)."""
@@ -267,8 +268,8 @@ def _data_and_reward_entries(brief: Brief, run_dir: Path, reward_attrs: list[str
     train = brief.data.train
     if data_is_local(train, brief.folder):
         path = brief.resolve(train)
-        dataset = {"path": DATA_BUILDERS.get(path.suffix.lower(), "json"), "data_files": relative_to_run(path, run_dir),
-                   "split": "train"}
+        dataset: dict[str, str] = {"path": DATA_BUILDERS.get(path.suffix.lower(), "json"),
+                                   "data_files": relative_to_run(path, run_dir), "split": "train"}
     else:
         dataset = {"path": train, "split": brief.data.split}
     return [
@@ -327,16 +328,17 @@ def _variant_entries(variant: str) -> list[Entry]:
     return [Entry(key, value, f"variant {variant}: {why}") for key, value, why in VARIANT_SETTINGS[variant]]
 
 
-def _vllm_memory_share(hardware: HardwareSpec, recommend: dict[str, Any]) -> tuple[float, str]:
+def _vllm_memory_share(hardware: HardwareSpec, recommend: Mapping[str, object]) -> tuple[float, str]:
     """vllm_gpu_memory_utilization and why: the brief's, else the memory estimate's advice, else TRL's default."""
     if hardware.vllm_gpu_memory_utilization is not None:
         return hardware.vllm_gpu_memory_utilization, "hardware.vllm_gpu_memory_utilization"
-    if recommend.get("vllm_gpu_memory_utilization") is not None:
-        return float(recommend["vllm_gpu_memory_utilization"]), "the memory estimate's advice"
+    advised = recommend.get("vllm_gpu_memory_utilization")
+    if isinstance(advised, (int, float)):
+        return float(advised), "the memory estimate's advice"
     return DEFAULT_VLLM_GPU_MEMORY_UTILIZATION, "TRL's default (no memory estimate available)"
 
 
-def _generation_entries(topo: Topology, hardware: HardwareSpec, recommend: dict[str, Any],
+def _generation_entries(topo: Topology, hardware: HardwareSpec, recommend: Mapping[str, object],
                         max_model_length: int, compiled: bool) -> list[Entry]:
     """How completions are generated: vLLM beside the trainer, a vLLM server, or transformers' generate."""
     if topo.generation == "vllm-colocate":
@@ -380,7 +382,7 @@ def compiled_generation(topo: Topology, hardware: HardwareSpec, adapter: str) ->
             and adapter in COMPILED_ADAPTERS and hardware.compiled_generation)
 
 
-def _override_entries(overrides: dict[str, Any]) -> list[Entry]:
+def _override_entries(overrides: Mapping[str, JsonValue]) -> list[Entry]:
     """grpo.overrides, merged last. A generation_batch_size override clears steps_per_generation (TRL takes
     one or the other): the None entry removes the rendered value and is dropped by `_merge_sections`."""
     overrides = dict(overrides)
