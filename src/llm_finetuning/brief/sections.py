@@ -57,6 +57,9 @@ def data_is_local(ref: str, folder: Path) -> bool:
         return False
 
 
+# Typed reads of a validated mapping's fields (a brief's section, the schema's defaults): a value of another type
+# means the mapping did not pass the schema, and raises TypeError naming the field.
+
 def value_of(section: JsonObject, key: str, kind: type[T]) -> T:
     """`section[key]`, which the schema gave the type `kind`."""
     value = section[key]
@@ -77,7 +80,7 @@ def number_of(section: JsonObject, key: str) -> float:
     return value
 
 
-def _optionalnumber_of(section: JsonObject, key: str) -> float | None:
+def optional_number_of(section: JsonObject, key: str) -> float | None:
     return None if section[key] is None else number_of(section, key)
 
 
@@ -353,7 +356,7 @@ class HardwareSpec:
     def of(cls, section: JsonObject) -> HardwareSpec:
         return cls(value_of(section, "gpus", int), value_of(section, "nodes", int), number_of(section, "gpu_memory_gib"),
                    choice_of(section, "generation", GENERATIONS), value_of(section, "vllm_server_gpus", int),
-                   _optionalnumber_of(section, "vllm_gpu_memory_utilization"),
+                   optional_number_of(section, "vllm_gpu_memory_utilization"),
                    value_of(section, "compiled_generation", bool))
 
     @property
