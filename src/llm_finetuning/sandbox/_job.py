@@ -165,9 +165,9 @@ def _send(fd: int, text: str) -> None:
 
 _SEQ_TAGS: dict[type, str] = {list: '{"l":[', tuple: '{"t":[', set: '{"s":[', frozenset: '{"fs":['}
 
-# `_enc` and `_plain` take whatever a solution produced, typed Any: they dispatch on its exact type through
-# `_type`, captured at import, which mypy does not narrow on; `isinstance` would admit subclasses, and the
-# solution can replace the builtin.
+# `_enc` and `_plain` take any value a solution produced, and no narrower type can be written: they dispatch on
+# its exact type through `_type`, captured at import, which mypy does not narrow on; `isinstance` would admit
+# subclasses, and the solution can replace the builtin.
 
 
 def _enc(v: typing.Any, depth: int = 0) -> str:
