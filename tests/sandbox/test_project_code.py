@@ -121,7 +121,7 @@ def resign(prompts, completions, out, **kwargs):
 def garble(prompts, completions, **kwargs):
     """Writes lines that are no answer into the protocol's pipe, then answers."""
     import sys
-    for line in ("[]", '"text"', '{"id": "x"}', '{"id": 0, "ok": 1}', '{"error": 1}', "not json"):
+    for line in ("[]", '"text"', '{"id": "x"}', '{"id": 0, "ok": 1}', '{"error": 1}', "not json", "[" * 100000):
         sys.__stdout__.write(line + "\\n")
     sys.__stdout__.flush()
     return [1.0 for _ in completions]

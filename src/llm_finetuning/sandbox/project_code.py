@@ -166,7 +166,7 @@ class ProjectCode:
         for line in proc.stdout:
             try:
                 message: JsonValue = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if not isinstance(message, dict):
                 continue  # not an answer: the protocol is ours, but the code in the child may write anything
@@ -185,8 +185,8 @@ class ProjectCode:
             else:
                 try:
                     future.set_result(unplain(message.get("ok")))
-                except TypeError as exc:  # a namespace tag around something else than an object
-                    future.set_exception(ProjectCodeError("TypeError", str(exc)))
+                except (TypeError, RecursionError) as exc:  # a namespace tag around a non-object; too deep
+                    future.set_exception(ProjectCodeError(type(exc).__name__, str(exc)))
         with self._lock:
             pending, self._pending = self._pending, {}
         for future in pending.values():
