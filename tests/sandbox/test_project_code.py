@@ -8,7 +8,9 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -114,6 +116,15 @@ def resign(prompts, completions, out, **kwargs):
     except OSError:
         pass
     return [1.0 for _ in completions]
+
+
+def garble(prompts, completions, **kwargs):
+    """Writes lines that are no answer into the protocol's pipe, then answers."""
+    import sys
+    for line in ("[]", '"text"', '{"id": "x"}', '{"id": 0, "ok": 1}', '{"error": 1}', "not json", "[" * 100000):
+        sys.__stdout__.write(line + "\\n")
+    sys.__stdout__.flush()
+    return [1.0 for _ in completions]
 '''
 
 
@@ -176,6 +187,17 @@ def test_the_reward_sees_no_key_writes_no_record_and_cannot_sign(brief_folder: P
     for name in ("read_key", "write_record", "resign"):
         assert CustomReward(f"attacks:{name}", brief_folder, {}, name)(["p"], ["x"], **columns) == [0.0], name
     assert record.read_text() == '{"sealed": true}' and not out.exists()
+
+
+def test_lines_the_code_writes_into_the_protocol_are_not_answers(brief_folder: Path) -> None:
+    child = pc.ProjectCode()
+    try:
+        handle, _ = pc.load_confined("attacks:garble", module_sources("attacks:garble", brief_folder), child=child)
+        answer: Future[object] = Future()
+        threading.Thread(target=lambda: answer.set_result(handle.call(["p"], ["x"])), daemon=True).start()
+        assert answer.result(timeout=60) == [1.0]
+    finally:
+        child.close()
 
 
 def test_the_child_runs_the_bytes_it_was_sent(brief_folder: Path) -> None:

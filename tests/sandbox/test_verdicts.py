@@ -9,6 +9,7 @@ import pytest
 from llm_finetuning.sandbox.verdicts import (
     Malformed,
     decode_value,
+    failed_test_reasons,
     judge_io,
     judge_tests,
     normalize_output,
@@ -71,6 +72,24 @@ def test_verdicts_are_computed_in_the_parent(source: str, values: list[object], 
     test = prepare_test(source)
     raw = frame(["v", 0, 0, [["ok", v] for v in values]], ["d", 0])
     assert judge_tests([test], raw) == [ok]
+
+
+@pytest.mark.parametrize(
+    ("source", "value", "why"),
+    [
+        ("assert -f(1) == 3", {"i": "-3"}, None),
+        ("assert ~f(1) == -4", {"i": "3"}, None),
+        ("assert +f(1) == 2.5", {"f": "2.5"}, None),
+        ("assert -f(1) == 3j", {"c": ["0.0", "-3.0"]}, None),
+        ("assert -f(1) == 3", "x", "could not be checked (TypeError: bad operand type for unary -: 'str')"),
+        ("assert +f(1) == 3", {"l": []}, "could not be checked (TypeError: bad operand type for unary +: 'list')"),
+        ("assert ~f(1) == 3", {"f": "1.0"}, "could not be checked (TypeError: bad operand type for unary ~: 'float')"),
+    ],
+)
+def test_unary_operators_are_evaluated_here_with_pythons_own_errors(source: str, value: object,
+                                                                   why: str | None) -> None:
+    raw = frame(["v", 0, 0, [["ok", value]]], ["d", 0])
+    assert failed_test_reasons([prepare_test(source)], raw) == [why]
 
 
 def test_missing_duplicated_or_malformed_records_fail() -> None:

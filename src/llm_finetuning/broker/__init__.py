@@ -29,9 +29,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.errors import EXIT_UNUSABLE, Problem, problems_json
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 
 BROKER_ENV = "LLM_FINETUNING_BROKER"  # set to 1 in the environment of every verb the broker runs
 SERVER_NAME = "finetune"  # the plugin's .mcp.json names the server so: tools reach the model as TOOL_PREFIX + tool
@@ -47,6 +47,10 @@ LONG_WAIT_S = 2.0  # a long verb's first answer: long enough to catch a refusal 
 MAX_WAIT_S = 50.0  # the most a `job` poll waits (well under the client's tool timeout)
 PROGRESS_LINES = 5
 OUTPUT_LIMIT = 200_000  # characters of a verb's stdout returned (a result longer than that is cut, and said so)
+
+# What a tool answers: a JSON object (a job's state and its verb's result, or the JSON error shape) that the MCP SDK
+# sends as the call's structured content. Built here, never read back.
+Answer = dict[str, object]
 
 
 def project_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -159,10 +163,10 @@ class Job:
         except OSError:
             return ""
 
-    def answer(self) -> dict[str, Any]:
+    def answer(self) -> Answer:
         """What the tool returns: the verb's result once it ended (its JSON when it printed JSON), else the job
         id, how long it has run and its last progress lines."""
-        out: dict[str, Any] = {"job": self.id, "verb": self.verb}
+        out: Answer = {"job": self.id, "verb": self.verb}
         elapsed = (self.ended or time.monotonic()) - self.started
         out["elapsed_s"] = round(elapsed, 1)
         stderr = self._read(self.stderr_path)
@@ -173,7 +177,8 @@ class Job:
         stdout = self._read(self.stdout_path)
         out.update(state="finished", exit_code=self.exit_code)
         try:
-            out["result"] = json.loads(stdout)
+            result: JsonValue = json.loads(stdout)
+            out["result"] = result
         except ValueError:
             out["stdout"] = stdout[-OUTPUT_LIMIT:]
             if len(stdout) > OUTPUT_LIMIT:
@@ -209,18 +214,18 @@ class Jobs:
         job.ended = time.monotonic()
         job.done.set()
 
-    async def wait(self, job: Job, seconds: float) -> dict[str, Any]:
+    async def wait(self, job: Job, seconds: float) -> Answer:
         """The job's answer once it ended or after `seconds`, whichever comes first."""
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(job.done.wait(), timeout=max(0.0, min(seconds, MAX_WAIT_S)))
         return job.answer()
 
-    async def run(self, verb: str, args: Sequence[str]) -> dict[str, Any]:
+    async def run(self, verb: str, args: Sequence[str]) -> Answer:
         """Start `verb` and answer within `QUICK_WAIT_S` (a long verb within `LONG_WAIT_S`)."""
         job = await self.start(verb, args)
         return await self.wait(job, LONG_WAIT_S if verb in LONG_VERBS else QUICK_WAIT_S)
 
-    async def poll(self, job_id: str, wait_s: float) -> dict[str, Any]:
+    async def poll(self, job_id: str, wait_s: float) -> Answer:
         job = self.jobs.get(job_id)
         if job is None:
             known = ", ".join(self.jobs) or "none yet"
@@ -238,25 +243,41 @@ class Jobs:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def mcp_servers(path: Path) -> JsonObject:
+    """The `mcpServers` object of the `.mcp.json` at `path`; empty when there is none, or it is not JSON."""
+    try:
+        document: JsonValue = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    servers = document.get("mcpServers") if isinstance(document, dict) else None
+    return servers if isinstance(servers, dict) else {}
+
+
+def declared_command(entry: JsonValue) -> list[str] | None:
+    """A server entry's command line (`command`, then `args`); None when it declares none."""
+    if not isinstance(entry, dict) or "command" not in entry:
+        return None
+    args = entry.get("args") or []
+    return [str(entry["command"]), *map(str, args)] if isinstance(args, list) else None
+
+
 def server_command(root: Path) -> list[str] | None:
     """The broker's command line as Claude Code starts it from the plugin at `root`: the plugin's own `.mcp.json`
     entry, `${CLAUDE_PLUGIN_ROOT}` replaced by `root` (the exact command `allowedMcpServers` pins); None when
     `root` holds no such entry."""
-    try:
-        entry = json.loads((root / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"][SERVER_NAME]
-        words = [str(entry["command"]), *(str(a) for a in entry.get("args", []))]
-    except (OSError, ValueError, KeyError, TypeError):
+    words = declared_command(mcp_servers(root / ".mcp.json").get(SERVER_NAME))
+    if words is None:
         return None
     return [w.replace("${CLAUDE_PLUGIN_ROOT}", str(root)) for w in words]
 
 
-def pinning_settings(roots: Sequence[Path]) -> dict[str, Any]:
+def pinning_settings(roots: Sequence[Path]) -> JsonObject:
     """What `finetune protect` merges into the project's settings for the broker: `allowedMcpServers` holding
     the broker's exact command from each of `roots` (so no other stdio server, a project `.mcp.json` of the
     agent's among them, starts there; an empty list lets none start), and the broker's tools allowed (a plugin
     cannot allow its own tools: the person's settings must)."""
     commands = [c for c in map(server_command, roots) if c is not None]
-    return {"allowedMcpServers": [{"serverCommand": c} for c in commands],
+    return {"allowedMcpServers": [{"serverCommand": [*c]} for c in commands],
             "permissions": {"allow": [TOOL_PREFIX + tool for tool in TOOLS]}}
 
 
@@ -264,18 +285,10 @@ def project_servers_like_the_broker(project: Path, roots: Sequence[Path]) -> lis
     """The servers a project's `.mcp.json` declares with the broker's own command: Claude Code starts such a
     server in the broker's place, with the environment the file gives it (a PATH that finds another `finetune`
     first), and `allowedMcpServers` matches the command only. The plugin declares the broker itself."""
-    try:
-        servers = json.loads((project / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
     pinned = [c for c in map(server_command, roots) if c is not None]
-    found = []
-    for name, entry in servers.items() if isinstance(servers, dict) else ():
-        if isinstance(entry, dict) and [str(entry.get("command")), *map(str, entry.get("args") or [])] in pinned:
-            found.append(str(name))
-    return found
+    return [name for name, entry in mcp_servers(project / ".mcp.json").items() if declared_command(entry) in pinned]
 
 
-def refusal(*problems: Problem) -> dict[str, Any]:
+def refusal(*problems: Problem) -> Answer:
     """The JSON error shape (docs/gate.md) for what the broker refuses before running any verb."""
     return problems_json(list(problems), exit_code=EXIT_UNUSABLE)

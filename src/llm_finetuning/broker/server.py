@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Literal
 
 from mcp.server.mcpserver import MCPServer
 
 from llm_finetuning.broker import (
     SERVER_NAME,
+    Answer,
     Jobs,
     OutsideProject,
     brief_paths_outside,
@@ -29,8 +30,6 @@ INSTRUCTIONS = (
     "render, launch (detached), status, stop, diagnose, eval, export, memory. Paths are relative to the project. "
     "A long verb answers with a job id: poll it with `job`. The person's review is never done here: they run "
     "`finetune review RECORD` in their own terminal.")
-
-Answer = dict[str, Any]
 
 
 def build(jobs: Jobs) -> MCPServer:

@@ -165,6 +165,10 @@ def _send(fd: int, text: str) -> None:
 
 _SEQ_TAGS: dict[type, str] = {list: '{"l":[', tuple: '{"t":[', set: '{"s":[', frozenset: '{"fs":['}
 
+# `_enc` and `_plain` take any value a solution produced, and no narrower type can be written: they dispatch on
+# its exact type through `_type`, captured at import, which mypy does not narrow on; `isinstance` would admit
+# subclasses, and the solution can replace the builtin.
+
 
 def _enc(v: typing.Any, depth: int = 0) -> str:
     """Plain data only (exact builtin types) as tagged JSON text; anything else raises, and the test

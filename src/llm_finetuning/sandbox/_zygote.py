@@ -131,6 +131,25 @@ def _forker_loop(cmd: int, rep: int, slot_w: list[int]) -> typing.NoReturn:
 # ---------------------------------------------------------------- the zygote loop
 
 
+class _Running(typing.TypedDict):
+    """A job on its slot, from its start until its reply goes to the host (a plain dict at run time)."""
+
+    job: dict  # the host's job frame, with its id and limits
+    slot: int
+    pid: int  # 0 until known (the forker names it)
+    pidfd: int  # -1 when the zygote forked it itself
+    fd: int  # the record pipe's read end
+    workdir: str | None  # basic tier: the private temporary directory it runs in
+    buf: bytearray  # its records so far
+    cap: int  # record_bytes: past it, the job is killed and its records dropped
+    deadline: float  # time.monotonic() at which it is killed
+    exited: bool
+    eof: bool
+    overflow: bool
+    timed_out: bool
+    failed: bool  # it never started
+
+
 class Zygote:
     """Serves jobs: frames in from the host, one forked job per frame, results out.
 
@@ -147,7 +166,7 @@ class Zygote:
         self.poll = select.epoll()
         self.fds: dict[int, int] = {}  # record pipe -> slot
         self.pidfds: dict[int, int] = {}  # pidfd of a job the forker started -> slot
-        self.jobs: dict[int, dict] = {}  # slot -> job state
+        self.jobs: dict[int, _Running] = {}  # slot -> job state
         self.pid_slot: dict[int, int] = {}  # the zygote's own forks: pid -> slot
         self.queue: list[dict] = []
         self.max_jobs = int(config.get("max_jobs", 4))
@@ -166,8 +185,9 @@ class Zygote:
     def report(self, facts: dict) -> None:
         self.out({"ready": True, "tier": self.tier, "facts": facts, "pid": os.getpid()})
 
-    def out(self, obj: typing.Any) -> None:
-        """One frame to the host: a 4-byte big-endian length, then marshal data."""
+    def out(self, obj: dict[str, object] | tuple[int, str, bytes]) -> None:
+        """One frame to the host: a 4-byte big-endian length, then marshal data (a report, or a job's
+        id, status and records)."""
         body = marshal.dumps(obj)
         _write_all(1, _len(body).to_bytes(4, "big") + body)
 
@@ -210,7 +230,7 @@ class Zygote:
 
     def start_job(self, job: dict) -> None:
         slot = self.free_slots.pop()
-        st: dict[str, typing.Any] = {
+        st: _Running = {
             "job": job, "slot": slot, "pid": 0, "pidfd": -1, "fd": -1, "workdir": None, "buf": bytearray(),
             "cap": int(job["limits"]["record_bytes"]), "deadline": time.monotonic() + float(job["limits"]["timeout_s"]),
             "exited": False, "eof": False, "overflow": False, "timed_out": False, "failed": False}
@@ -224,10 +244,10 @@ class Zygote:
         if self.tier != "namespaces":
             import tempfile
 
-            st["workdir"] = job["workdir"] = tempfile.mkdtemp(prefix="llmft-job-")
+            workdir = st["workdir"] = job["workdir"] = tempfile.mkdtemp(prefix="llmft-job-")
             job["uid"] = self.uid_base + slot
             if os.geteuid() == 0:
-                os.chown(st["workdir"], job["uid"], job["uid"])
+                os.chown(workdir, job["uid"], job["uid"])
         # Namespaces tier: one clone straight into the job's own user, pid and mount namespaces (the child
         # is pid 1 there); basic tier: a plain fork.
         try:
@@ -343,7 +363,7 @@ class Zygote:
             else:
                 st["buf"] += data
 
-    def _kill(self, st: dict) -> None:
+    def _kill(self, st: _Running) -> None:
         if st["pidfd"] >= 0:
             _SYSCALL(ctypes.c_long(NR_PIDFD_SEND_SIGNAL), ctypes.c_long(st["pidfd"]),
                      ctypes.c_long(signal.SIGKILL), ctypes.c_void_p(0), ctypes.c_long(0))

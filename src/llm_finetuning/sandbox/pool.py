@@ -17,10 +17,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 from llm_finetuning.sandbox import cgroup
 
@@ -45,7 +46,7 @@ class Limits:
     output_bytes: int = 1 << 20
     record_bytes: int = 4 << 20
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, float]:
         return {
             "timeout_s": self.timeout_s,
             "cpu_s": int(self.timeout_s) + 1,
@@ -70,10 +71,11 @@ class JobResult:
 
 @dataclass
 class Isolation:
-    """The zygote's own report of what it set up."""
+    """The zygote's own report of what it set up; of its `facts` (walls, cgroups, errors met), only
+    `seccomp_denied` is read here."""
 
     tier: str  # "namespaces" | "basic"
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, object] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -84,7 +86,7 @@ class SandboxError(RuntimeError):
     pass
 
 
-def _read_frame(stream: Any) -> Any:
+def _read_frame(stream: IO[bytes]) -> object:
     """One frame from the zygote: a 4-byte big-endian length, then marshal data. Only the zygote (our own
     code) writes this stream; a job's bytes travel inside it as an opaque bytes value."""
     head = stream.read(4)
@@ -97,21 +99,30 @@ def _read_frame(stream: Any) -> Any:
     return marshal.loads(body)
 
 
+def _job_reply(frame: object) -> tuple[int, str, bytes]:
+    """A job's reply frame, (job id, status, the job's raw record bytes); ValueError when it is not one."""
+    if isinstance(frame, tuple) and len(frame) == 3:
+        job_id, status, records = frame
+        if isinstance(job_id, int) and isinstance(status, str) and isinstance(records, bytes):
+            return job_id, status, records
+    raise ValueError("not a job reply")
+
+
 class _Zygote:
     """One zygote process, its pending jobs, and the thread that reads its replies."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], stderr: Any, isolation: Isolation, index: int) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], stderr: IO[bytes], isolation: Isolation, index: int) -> None:
         self.proc, self.stderr, self.isolation, self.index = proc, stderr, isolation, index
         self.pending: dict[int, Future[JobResult]] = {}
         self.lock = threading.Lock()
         threading.Thread(target=self._reader, daemon=True, name="sandbox-reader").start()
 
     @classmethod
-    def spawn(cls, config: dict[str, Any], index: int) -> _Zygote:
+    def spawn(cls, config: dict[str, object], index: int) -> _Zygote:
         return cls.handshake(*cls.launch(config), index)
 
     @staticmethod
-    def launch(config: dict[str, Any]) -> tuple[subprocess.Popen[bytes], Any]:
+    def launch(config: dict[str, object]) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
         """Start a zygote process without waiting for it (the pool starts all of them, then waits)."""
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the zygote
         proc = subprocess.Popen(
@@ -127,7 +138,7 @@ class _Zygote:
         return proc, stderr
 
     @classmethod
-    def handshake(cls, proc: subprocess.Popen[bytes], stderr: Any, index: int) -> _Zygote:
+    def handshake(cls, proc: subprocess.Popen[bytes], stderr: IO[bytes], index: int) -> _Zygote:
         """Wait for a launched zygote's report; SandboxError when it failed or refused to start."""
         assert proc.stdout is not None
         try:
@@ -142,7 +153,12 @@ class _Zygote:
         if not hello.get("ready"):
             proc.wait()
             raise SandboxError(f"sandbox zygote refused to start: {hello.get('error')}")
-        return cls(proc, stderr, Isolation(hello["tier"], hello["facts"]), index)
+        tier, facts = hello.get("tier"), hello.get("facts")
+        if not isinstance(tier, str) or not isinstance(facts, dict):
+            proc.kill()
+            proc.wait()
+            raise SandboxError(f"sandbox zygote sent a report without its tier and facts: {hello!r}")
+        return cls(proc, stderr, Isolation(tier, dict(facts)), index)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -151,7 +167,7 @@ class _Zygote:
         assert self.proc.stdout is not None
         while True:
             try:
-                job_id, status, records = _read_frame(self.proc.stdout)
+                job_id, status, records = _job_reply(_read_frame(self.proc.stdout))
             except (ValueError, EOFError, TypeError):
                 break
             with self.lock:
@@ -290,11 +306,15 @@ class SandboxPool:
         self._cgroup = self._memory_cgroup = None
 
     # ------------------------------------------------------------------ jobs
-    def submit(self, job: dict[str, Any], limits: Limits) -> Future[JobResult]:
+    def submit(self, job: Mapping[str, object], limits: Limits) -> Future[JobResult]:
         return self.submit_many([job], limits)[0]
 
-    def submit_many(self, jobs: list[dict[str, Any]], limits: Limits) -> list[Future[JobResult]]:
-        """Queue jobs, spread over the zygotes by how much each already has pending; one write per zygote."""
+    def submit_many(self, jobs: Sequence[Mapping[str, object]], limits: Limits) -> list[Future[JobResult]]:
+        """Queue jobs, spread over the zygotes by how much each already has pending; one write per zygote.
+
+        A job is what `_job` runs: `{"mode": "tests", "solution": SOURCE, "tests": [PreparedTest.steps, ...]}` or
+        `{"mode": "io", "solution": SOURCE, "inputs": [STDIN, ...]}`; this process only sends it (marshal) with its
+        id and `limits`, and the parent judges the records that come back."""
         futures: list[Future[JobResult]] = []
         lim = limits.to_json()
         with self._lock:
@@ -314,7 +334,7 @@ class SandboxPool:
                     zygote.submit(batches[id(zygote)])
         return futures
 
-    def run_many(self, jobs: list[dict[str, Any]], limits: Limits) -> list[JobResult]:
+    def run_many(self, jobs: Sequence[Mapping[str, object]], limits: Limits) -> list[JobResult]:
         return [f.result() for f in self.submit_many(jobs, limits)]
 
 

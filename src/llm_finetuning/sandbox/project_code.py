@@ -28,15 +28,18 @@ import shutil
 import subprocess
 import sys
 import threading
+import types
 import typing
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from llm_finetuning.errors import EXIT_UNUSABLE, Problem, ProblemError
+from llm_finetuning.jsonvalue import JsonValue
 from llm_finetuning.locations import isolated_python
-from llm_finetuning.sandbox._project_child import NAMESPACE_TAG, plain, unplain
+from llm_finetuning.sandbox._project_child import NAMESPACE_TAG, Unplained, plain, unplain
 
 UNCONFINED_ENV = "LLM_FINETUNING_UNCONFINED"
 CHILD_MODULE = "llm_finetuning.sandbox._project_child"
@@ -125,7 +128,7 @@ class ProjectCode:
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[str] | None = None
-        self._pending: dict[int, Future[Any]] = {}
+        self._pending: dict[int, Future[Unplained]] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
@@ -162,25 +165,34 @@ class ProjectCode:
         assert proc.stdout is not None
         for line in proc.stdout:
             try:
-                message = json.loads(line)
-            except ValueError:
+                message: JsonValue = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if not isinstance(message, dict):
+                continue  # not an answer: the protocol is ours, but the code in the child may write anything
+            rid = message.get("id", 0)
+            if not isinstance(rid, int):
                 continue
             with self._lock:
-                future = self._pending.pop(int(message.get("id", 0)), None)
+                future = self._pending.pop(rid, None)
             if future is None:
                 continue
             if "error" in message:
-                err = message["error"]
+                error = message["error"]
+                err = error if isinstance(error, dict) else {}
                 future.set_exception(ProjectCodeError(str(err.get("type")), str(err.get("message")),
                                                       str(err.get("where") or "")))
             else:
-                future.set_result(unplain(message.get("ok")))
+                try:
+                    future.set_result(unplain(message.get("ok")))
+                except (TypeError, RecursionError) as exc:  # a namespace tag around a non-object; too deep
+                    future.set_exception(ProjectCodeError(type(exc).__name__, str(exc)))
         with self._lock:
             pending, self._pending = self._pending, {}
         for future in pending.values():
             future.set_exception(ProjectCodeError("ChildExited", f"the confined child exited ({proc.wait()})"))
 
-    def send(self, op: str, **fields: Any) -> None:
+    def send(self, op: str, **fields: object) -> None:
         """Send one request whose answer nobody waits for (dropping a handle); nothing when the child is gone."""
         proc = self._proc
         if proc is None or proc.poll() is not None or proc.stdin is None:
@@ -192,10 +204,10 @@ class ProjectCode:
             except (OSError, ValueError):
                 pass
 
-    def request(self, op: str, **fields: Any) -> Any:
+    def request(self, op: str, **fields: object) -> Unplained:
         """Send one request and wait for its answer (a ProjectCodeError when the code raised)."""
         proc = self._ensure()
-        future: Future[Any] = Future()
+        future: Future[Unplained] = Future()
         with self._lock:
             rid = next(self._ids)
             self._pending[rid] = future
@@ -208,9 +220,12 @@ class ProjectCode:
                 raise ProjectCodeError("ChildExited", f"the confined child is gone: {exc}") from None
         return future.result()
 
-    def load(self, ref: str, modules: Mapping[str, dict[str, Any]], schema: bool = False) -> dict[str, Any]:
-        """Load `module:name` from the sent `modules` (name -> {source, file, package}); its description."""
-        out: dict[str, Any] = self.request("load", ref=ref, modules=dict(modules), schema=schema)
+    def load(self, ref: str, modules: Mapping[str, Mapping[str, object]], schema: bool = False) -> dict[str, Unplained]:
+        """Load `module:name` from the sent `modules` (name -> {source, file, package}); its description (the
+        child's `describe`), as the child sent it."""
+        out = self.request("load", ref=ref, modules=dict(modules), schema=schema)
+        if not isinstance(out, dict):
+            raise ProjectCodeError("TypeError", f"the confined child described {ref} as {type(out).__name__}")
         return out
 
     def close(self) -> None:
@@ -250,12 +265,12 @@ class Confined:
     def __init__(self, child: ProjectCode, handle: int) -> None:
         self.child, self.handle = child, handle
 
-    def call(self, *args: Any, attr: str | None = None, **kwargs: Any) -> Any:
+    def call(self, *args: object, attr: str | None = None, **kwargs: object) -> Unplained:
         return self.child.request("call", handle=self.handle, attr=attr, args=plain(list(args)),
                                   kwargs={k: _sent(k, v) for k, v in kwargs.items() if not callable(v)})
 
 
-def _sent(name: str, value: Any) -> Any:
+def _sent(name: str, value: object) -> JsonValue:
     """A keyword argument as the child gets it: TRL's `trainer_state` as a namespace of its counters."""
     if name == "trainer_state" and value is not None:
         return {NAMESPACE_TAG: {k: plain(getattr(value, k, None)) for k in ("global_step", "max_steps", "epoch",
@@ -263,53 +278,111 @@ def _sent(name: str, value: Any) -> Any:
     return plain(value)
 
 
-def load_confined(ref: str, modules: Mapping[str, dict[str, Any]], schema: bool = False,
-                  child: ProjectCode | None = None) -> tuple[Confined, dict[str, Any]]:
+def _handle(value: Unplained) -> int:
+    """A handle the child answered with: the int it keeps the object under."""
+    if not isinstance(value, int):
+        raise ProjectCodeError("TypeError", f"the confined child answered {type(value).__name__} for a handle")
+    return value
+
+
+def load_confined(ref: str, modules: Mapping[str, Mapping[str, object]], schema: bool = False,
+                  child: ProjectCode | None = None) -> tuple[Confined, dict[str, Unplained]]:
     """`ref` (`module:name`) loaded in the child from `modules` (the source bytes `rewards.code` read and
     checked): its handle and description."""
     child = child or shared_child()
     info = child.load(ref, modules, schema=schema)
-    return Confined(child, int(info["handle"])), info
+    return Confined(child, _handle(info["handle"])), info
 
 
-_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None),
-                               "object": dict, "array": list, "any": typing.Any}
+def _fields(value: Unplained) -> dict[str, Unplained]:
+    """A JSON object of the child's description; anything else reads as an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
-def _python_type(schema: Mapping[str, Any]) -> Any:
+def _text(value: Unplained) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class Described:
+    """A tool, or a public method of an environment class, as the child described it (`_project_child.describe`):
+    its JSON schema as transformers' `get_json_schema` read it there, or why there is none."""
+
+    name: str
+    doc: str | None
+    schema: dict[str, Unplained] | None
+    schema_error: str | None
+
+    @classmethod
+    def parse(cls, info: Mapping[str, Unplained]) -> Described:
+        schema, error = info.get("schema"), info.get("schema_error")
+        return cls(str(info["name"]), _text(info.get("doc")), schema if isinstance(schema, dict) else None,
+                   None if error is None else str(error))
+
+
+@dataclass(frozen=True)
+class DescribedClass:
+    """An environment class as the child described it: whether it has `reset` and `get_reward`, and its other
+    public methods, the tools."""
+
+    name: str
+    doc: str | None
+    is_class: bool
+    has_reset: bool
+    has_get_reward: bool
+    methods: list[Described]
+
+    @classmethod
+    def parse(cls, info: Mapping[str, Unplained]) -> DescribedClass:
+        methods = info.get("methods")
+        return cls(str(info["name"]), _text(info.get("doc")), bool(info.get("class")), bool(info.get("has_reset")),
+                   bool(info.get("has_get_reward")),
+                   [Described.parse(_fields(entry)) for entry in methods] if isinstance(methods, list) else [])
+
+
+# The annotation transformers' `get_json_schema` reads back as each JSON schema type (for "any", the typing one).
+_JSON_TYPES: dict[str, object] = {"string": str, "integer": int, "number": float, "boolean": bool,
+                                  "null": type(None), "object": dict, "array": list, "any": typing.Any}
+
+
+def _python_type(schema: Mapping[str, Unplained]) -> object:
     """A Python annotation that transformers' `get_json_schema` turns back into `schema`."""
     kind = schema.get("type", "any")
-    if "enum" in schema:
-        return typing.Literal[tuple(schema["enum"])]
+    enum = schema.get("enum")
+    if "enum" in schema and isinstance(enum, list):
+        return typing.Literal[tuple(enum)]
     if isinstance(kind, list):
         members = [_python_type({**schema, "type": k}) for k in kind]
         return typing.Union[tuple(members)]  # noqa: UP007 - built from a list at run time
-    if kind == "array" and isinstance(schema.get("items"), Mapping):
-        return list[_python_type(schema["items"])]  # type: ignore[misc]
-    if kind == "object" and isinstance(schema.get("additionalProperties"), Mapping):
-        return dict[str, _python_type(schema["additionalProperties"])]  # type: ignore[misc]
-    return _JSON_TYPES.get(str(kind), typing.Any)
+    items, values = schema.get("items"), schema.get("additionalProperties")
+    if kind == "array" and isinstance(items, dict):
+        return list[_python_type(items)]  # type: ignore[misc]
+    if kind == "object" and isinstance(values, dict):
+        return dict[str, _python_type(values)]  # type: ignore[misc]
+    return _JSON_TYPES.get(str(kind), _JSON_TYPES["any"])
 
 
-def _signature(schema: Mapping[str, Any], method: bool) -> inspect.Signature:
-    function = schema.get("function", schema)
-    params = function.get("parameters", {}) or {}
-    props: Mapping[str, Any] = params.get("properties", {}) or {}
-    required = set(params.get("required", []) or [])
+def _signature(schema: Mapping[str, Unplained], method: bool) -> inspect.Signature:
+    function = schema.get("function")
+    fields = function if isinstance(function, dict) else schema
+    params = _fields(fields.get("parameters"))
+    props = _fields(params.get("properties"))
+    required_names = params.get("required")
+    required = set(required_names) if isinstance(required_names, list) else set()
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)] if method else []
     for name, prop in props.items():
         default = inspect.Parameter.empty if name in required else None
         parameters.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
-                                            annotation=_python_type(prop)))
-    returns = function.get("return")
-    return inspect.Signature(parameters, return_annotation=_python_type(returns) if isinstance(returns, Mapping)
+                                            annotation=_python_type(_fields(prop))))
+    returns = fields.get("return")
+    return inspect.Signature(parameters, return_annotation=_python_type(returns) if isinstance(returns, dict)
                              else inspect.Signature.empty)
 
 
-def _stand_in(name: str, doc: str | None, schema: Mapping[str, Any] | None, call: Callable[..., Any],
-              method: bool) -> Callable[..., Any]:
+def _stand_in(name: str, doc: str | None, schema: Mapping[str, Unplained] | None, call: Callable[..., object],
+              method: bool) -> Callable[..., object]:
     """A plain function named `name` whose docstring and signature give `schema` back through `get_json_schema`."""
-    def stand_in(*args: Any, **kwargs: Any) -> Any:
+    def stand_in(*args: object, **kwargs: object) -> object:
         return call(*args, **kwargs)
 
     stand_in.__name__ = stand_in.__qualname__ = name
@@ -324,19 +397,19 @@ def _stand_in(name: str, doc: str | None, schema: Mapping[str, Any] | None, call
     return stand_in
 
 
-def confined_tool(ref: str, modules: Mapping[str, dict[str, Any]],
-                  child: ProjectCode | None = None) -> Callable[..., Any]:
+def confined_tool(ref: str, modules: Mapping[str, Mapping[str, object]],
+                  child: ProjectCode | None = None) -> Callable[..., object]:
     """A tool (`module:function`) run in the child, standing in for it where TRL and the sampler call tools."""
     handle, info = load_confined(ref, modules, schema=True, child=child)
-    if info.get("schema") is None:
-        raise ShapeError(f"{ref}: no JSON schema from its signature and docstring: {info.get('schema_error')}")
-    tool = _stand_in(str(info["name"]), info.get("doc"), info["schema"], lambda *a, **kw: handle.call(*a, **kw),
-                     method=False)
-    _same_schema(ref, tool, info["schema"])
-    return tool
+    tool = Described.parse(info)
+    if tool.schema is None:
+        raise ShapeError(f"{ref}: no JSON schema from its signature and docstring: {tool.schema_error}")
+    stand_in = _stand_in(tool.name, tool.doc, tool.schema, lambda *a, **kw: handle.call(*a, **kw), method=False)
+    _same_schema(ref, stand_in, tool.schema)
+    return stand_in
 
 
-def _same_schema(ref: str, func: Callable[..., Any], schema: Any) -> None:
+def _same_schema(ref: str, func: Callable[..., object], schema: Mapping[str, Unplained]) -> None:
     """Refuse a stand-in whose schema, as transformers reads it, is not the tool's own (the model would be shown
     a different tool)."""
     from transformers.utils.chat_template_utils import get_json_schema
@@ -347,35 +420,42 @@ def _same_schema(ref: str, func: Callable[..., Any], schema: Any) -> None:
                          "use plain JSON types (str, int, float, bool, list, dict, Literal, X | None) in its signature")
 
 
-def confined_environment(ref: str, modules: Mapping[str, dict[str, Any]],
+class _EnvironmentInstance(Protocol):
+    """An instance of a class `confined_environment` made: its object lives in the child."""
+
+    _confined: Confined
+
+
+def confined_environment(ref: str, modules: Mapping[str, Mapping[str, object]],
                          child: ProjectCode | None = None) -> type:
     """An environment class (`module:Class`) whose instances live in the child; its public methods are tools."""
     handle, info = load_confined(ref, modules, schema=True, child=child)
-    if not info.get("class") or not info.get("has_reset"):
+    described = DescribedClass.parse(info)
+    if not described.is_class or not described.has_reset:
         raise ShapeError(f"{ref} is not a class with a reset() method")
 
-    def __init__(self: Any) -> None:
-        self._confined = Confined(handle.child, int(handle.child.request("new", handle=handle.handle)))
+    def __init__(self: _EnvironmentInstance) -> None:
+        self._confined = Confined(handle.child, _handle(handle.child.request("new", handle=handle.handle)))
 
-    def __del__(self: Any) -> None:
+    def __del__(self: _EnvironmentInstance) -> None:
         confined = getattr(self, "_confined", None)
         if confined is not None:
             confined.child.send("drop", handle=confined.handle)
 
-    def method(name: str) -> Callable[..., Any]:
+    def method(name: str) -> Callable[..., object]:
         return lambda self, *a, **kw: self._confined.call(*a, attr=name, **kw)
 
-    body: dict[str, Any] = {"__init__": __init__, "__del__": __del__, "__doc__": info.get("doc"),
-                            "__module__": ref.partition(":")[0], "reset": method("reset")}
-    if info.get("has_get_reward"):
+    body: dict[str, object] = {"__init__": __init__, "__del__": __del__, "__doc__": described.doc,
+                               "__module__": ref.partition(":")[0], "reset": method("reset")}
+    if described.has_get_reward:
         body["get_reward"] = method("get_reward")
-    for entry in info.get("methods", []):
-        if entry.get("schema") is None:
-            raise ShapeError(f"{ref} method {entry['name']}: no JSON schema from its signature and docstring: "
-                             f"{entry.get('schema_error')}")
-        body[entry["name"]] = _stand_in(entry["name"], entry.get("doc"), entry["schema"], method(entry["name"]),
-                                        method=True)
-        _same_schema(f"{ref}.{entry['name']}", body[entry["name"]].__get__(object()), entry["schema"])
-    if not info.get("methods"):
+    for entry in described.methods:
+        if entry.schema is None:
+            raise ShapeError(f"{ref} method {entry.name}: no JSON schema from its signature and docstring: "
+                             f"{entry.schema_error}")
+        tool = _stand_in(entry.name, entry.doc, entry.schema, method(entry.name), method=True)
+        body[entry.name] = tool
+        _same_schema(f"{ref}.{entry.name}", types.MethodType(tool, object()), entry.schema)
+    if not described.methods:
         raise ShapeError(f"{ref} has no public method to call as a tool")
-    return type(str(info["name"]), (), body)
+    return type(described.name, (), body)

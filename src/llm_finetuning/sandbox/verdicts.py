@@ -19,17 +19,20 @@ import base64
 import json
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard
+
+from llm_finetuning.jsonvalue import JsonValue
 
 _PROBE = "__lf_probe_"
-_SAFE_CALLS = {
+_SAFE_CALLS: dict[str, Callable[..., object]] = {
     "abs": abs, "len": len, "round": round, "sorted": sorted, "set": set, "frozenset": frozenset,
     "list": list, "tuple": tuple, "sum": sum, "min": min, "max": max, "all": all, "any": any,
     "int": int, "float": float, "str": str, "bool": bool, "isinstance": isinstance, "type": type,
     "dict": dict, "reversed": lambda x: list(reversed(x)),
 }
-_SAFE_MATH = {"isclose": math.isclose, "fabs": math.fabs, "sqrt": math.sqrt, "floor": math.floor,
+_SAFE_MATH: dict[str, Callable[..., object]] = {"isclose": math.isclose, "fabs": math.fabs, "sqrt": math.sqrt, "floor": math.floor,
               "ceil": math.ceil, "isnan": math.isnan, "isinf": math.isinf}
 _TYPE_NAMES = {"int": int, "float": float, "str": str, "list": list, "tuple": tuple, "dict": dict,
                "set": set, "frozenset": frozenset, "bool": bool, "bytes": bytes, "complex": complex}
@@ -40,15 +43,24 @@ _MAX_SEQ = 1_000_000
 
 @dataclass
 class Assertion:
-    """A top-level assert: its expression with probes replaced by placeholder names."""
+    """A top-level assert: its expression with probes replaced by placeholder names, and the source of each
+    probe (the sub-expressions the job evaluates, in order), which name the values in a failure's reason."""
 
     expr: ast.expr
-    n_probes: int
+    sources: list[str]
+
+    @property
+    def n_probes(self) -> int:
+        return len(self.sources)
+
+
+# A step as the job gets it: ["exec", source] or ["probe", [expression sources]] (lists: marshal carries them).
+Step = list[str | list[str]]
 
 
 @dataclass
 class PreparedTest:
-    steps: list[list[Any]]  # sent to the job: ["exec", source] or ["probe", [expr sources]]
+    steps: list[Step]  # sent to the job
     assertions: dict[int, Assertion]  # step index -> parent-side expression
     judged_in_job: bool = False  # some check (a nested assert, or none at all) is decided inside the job
 
@@ -185,7 +197,7 @@ def _fold_literals(expr: ast.expr) -> ast.expr:
 def prepare_test(source: str) -> PreparedTest:
     """Split one test (a string of Python statements) into job steps and parent-side assertions."""
     tree = ast.parse(source)  # SyntaxError: the caller scores the test 0
-    steps: list[list[Any]] = []
+    steps: list[Step] = []
     assertions: dict[int, Assertion] = {}
     pending: list[ast.stmt] = []
     in_job = False
@@ -209,7 +221,7 @@ def prepare_test(source: str) -> PreparedTest:
                 pending.append(stmt)
                 continue
             flush()
-            assertions[len(steps)] = Assertion(_fold_literals(expr), len(splitter.probes))
+            assertions[len(steps)] = Assertion(_fold_literals(expr), splitter.probes)
             steps.append(["probe", splitter.probes])
         else:
             _note_bindings(stmt, known)
@@ -225,7 +237,7 @@ class Malformed(Exception):
     pass
 
 
-def decode_value(obj: Any, depth: int = 0) -> Any:
+def decode_value(obj: JsonValue, depth: int = 0) -> object:
     """Rebuild plain data from the job's tagged JSON; anything unexpected is Malformed."""
     if depth > 60:
         raise Malformed("too deep")
@@ -240,14 +252,14 @@ def decode_value(obj: Any, depth: int = 0) -> Any:
         if tag == "f" and isinstance(payload, str):
             return float(payload)
         if tag == "c" and isinstance(payload, list) and len(payload) == 2:
-            return complex(float(payload[0]), float(payload[1]))
+            return complex(_number(payload[0]), _number(payload[1]))
         if tag == "b" and isinstance(payload, str):
             return base64.b64decode(payload, validate=True)
         if tag in ("l", "t", "s", "fs") and isinstance(payload, list):
             items = [decode_value(x, depth + 1) for x in payload]
             return {"l": list, "t": tuple, "s": set, "fs": frozenset}[tag](items)
         if tag == "d" and isinstance(payload, list):
-            out = {}
+            out: dict[object, object] = {}
             for pair in payload:
                 if not isinstance(pair, list) or len(pair) != 2:
                     raise Malformed("bad dict item")
@@ -258,12 +270,19 @@ def decode_value(obj: Any, depth: int = 0) -> Any:
     raise Malformed(f"unknown tag {tag!r}")
 
 
+def _number(part: JsonValue) -> float:
+    """A part of a complex number, which the job sends as the text of a float."""
+    if isinstance(part, (str, int, float)):
+        return float(part)
+    raise Malformed(f"not a number: {type(part).__name__}")
+
+
 _DECODE = json.JSONDecoder().decode
 
 
-def split_records(raw: bytes) -> list[Any]:
+def split_records(raw: bytes) -> list[list[JsonValue]]:
     """Length-prefixed JSON frames; a truncated or non-JSON frame makes the whole stream Malformed."""
-    out: list[Any] = []
+    out: list[list[JsonValue]] = []
     i = 0
     while i < len(raw):
         if i + 4 > len(raw):
@@ -273,7 +292,7 @@ def split_records(raw: bytes) -> list[Any]:
         if len(body) != n:
             raise Malformed("truncated frame")
         try:
-            rec = _DECODE(body.decode("utf-8"))
+            rec: JsonValue = _DECODE(body.decode("utf-8"))
         except (ValueError, RecursionError) as exc:
             raise Malformed(f"frame is not JSON: {exc}") from None
         if not isinstance(rec, list) or not rec or not isinstance(rec[0], str):
@@ -283,7 +302,7 @@ def split_records(raw: bytes) -> list[Any]:
     return out
 
 
-def _is_index(x: Any) -> bool:
+def _is_index(x: JsonValue) -> TypeGuard[int]:
     return type(x) is int and x >= 0
 
 
@@ -294,7 +313,7 @@ class _EvalError(Exception):
     pass
 
 
-def _check_size(v: Any) -> Any:
+def _check_size(v: object) -> object:
     if isinstance(v, (str, bytes, list, tuple)) and len(v) > _MAX_SEQ:
         raise _EvalError("value too large")
     if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 100_000:
@@ -302,11 +321,11 @@ def _check_size(v: Any) -> Any:
     return v
 
 
-def _binop(op: ast.operator, a: Any, b: Any) -> Any:
+def _binop(op: ast.operator, a: object, b: object) -> object:
     if isinstance(op, ast.Pow):
         if isinstance(b, (int, float)) and abs(b) > 10_000:
             raise _EvalError("exponent too large")
-        return _check_size(a ** b)
+        return _check_size(operator.pow(a, b))
     if isinstance(op, ast.Mult):
         for x, y in ((a, b), (b, a)):
             if isinstance(x, (str, bytes, list, tuple)) and isinstance(y, int) and len(x) * y > _MAX_SEQ:
@@ -330,7 +349,7 @@ _COMPARES = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, a
              ast.NotIn: lambda a, b: a not in b}
 
 
-def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
+def _compare(op: ast.cmpop, a: object, b: object) -> bool:
     if isinstance(op, (ast.Is, ast.IsNot)):
         if a is None or b is None or isinstance(a, bool) or isinstance(b, bool):
             same = a is b
@@ -340,7 +359,11 @@ def _compare(op: ast.cmpop, a: Any, b: Any) -> bool:
     return bool(_COMPARES[type(op)](a, b))
 
 
-def evaluate(node: ast.expr, probes: list[Any]) -> Any:
+# A probe's outcome as the parent decoded it: ("ok", the value) or ("err", the exception's name).
+Probe = tuple[str, object]
+
+
+def evaluate(node: ast.expr, probes: list[Probe]) -> object:
     """Evaluate a parent-side expression over decoded probe values (plain data only)."""
     if isinstance(node, ast.Name):
         if node.id.startswith(_PROBE):
@@ -354,7 +377,7 @@ def evaluate(node: ast.expr, probes: list[Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.BoolOp):
-        result: Any = None
+        result: object = None
         for v in node.values:
             result = evaluate(v, probes)
             if isinstance(node.op, ast.And) and not result:
@@ -363,14 +386,10 @@ def evaluate(node: ast.expr, probes: list[Any]) -> Any:
                 return result
         return result
     if isinstance(node, ast.UnaryOp):
-        v = evaluate(node.operand, probes)
+        operand = evaluate(node.operand, probes)
         if isinstance(node.op, ast.Not):
-            return not v
-        if isinstance(node.op, ast.USub):
-            return -v
-        if isinstance(node.op, ast.UAdd):
-            return +v
-        return ~v
+            return not operand
+        return _unary(node.op, operand)
     if isinstance(node, ast.BinOp):
         return _binop(node.op, evaluate(node.left, probes), evaluate(node.right, probes))
     if isinstance(node, ast.Compare):
@@ -390,8 +409,7 @@ def evaluate(node: ast.expr, probes: list[Any]) -> Any:
         return {evaluate(k, probes): evaluate(v, probes) for k, v in zip(node.keys, node.values, strict=True)
                 if k is not None}
     if isinstance(node, ast.Call):
-        func = node.func
-        fn: Any = _SAFE_CALLS[func.id] if isinstance(func, ast.Name) else _SAFE_MATH[func.attr]  # type: ignore[attr-defined]
+        fn = _safe_function(node.func)
         args = [evaluate(a, probes) for a in node.args]
         kwargs = {k.arg: evaluate(k.value, probes) for k in node.keywords if k.arg}
         if "key" in kwargs:
@@ -400,19 +418,39 @@ def evaluate(node: ast.expr, probes: list[Any]) -> Any:
     raise _EvalError(f"{type(node).__name__} is not evaluated")
 
 
-def assertion_holds(assertion: Assertion, results: Any) -> bool:
+def _unary(op: ast.unaryop, v: object) -> object:
+    """`-v`, `+v` or `~v` on a number, with Python's own TypeError for any other operand."""
+    if isinstance(op, ast.Invert):
+        if isinstance(v, int):
+            return ~v
+        raise TypeError(f"bad operand type for unary ~: '{type(v).__name__}'")
+    if isinstance(v, (int, float, complex)):
+        return -v if isinstance(op, ast.USub) else +v
+    raise TypeError(f"bad operand type for unary {'-' if isinstance(op, ast.USub) else '+'}: '{type(v).__name__}'")
+
+
+def _safe_function(func: ast.expr) -> Callable[..., object]:
+    """The builtin or `math` function a parent-side call names (the splitter let only `_safe_callee`s through)."""
+    if isinstance(func, ast.Name):
+        return _SAFE_CALLS[func.id]
+    if isinstance(func, ast.Attribute):
+        return _SAFE_MATH[func.attr]
+    raise _EvalError(f"{type(func).__name__} is not called")
+
+
+def assertion_holds(assertion: Assertion, results: JsonValue) -> bool:
     """True only for a well-formed probe record whose values make the assertion true here."""
     return assertion_failure(assertion, results) is None
 
 
-def assertion_failure(assertion: Assertion, results: Any, sources: list[str] | None = None) -> str | None:
+def assertion_failure(assertion: Assertion, results: JsonValue, sources: list[str] | None = None) -> str | None:
     """None when the assertion holds on a well-formed probe record, else why not, in a few words.
 
     `sources` (the probe expressions) name the values the solution produced: `f(2) gave 5`.
     """
     if not isinstance(results, list) or len(results) != assertion.n_probes:
         return "malformed record"
-    probes: list[Any] = []
+    probes: list[Probe] = []
     for item in results:
         if not isinstance(item, list) or len(item) != 2 or item[0] not in ("ok", "err"):
             return "malformed record"
@@ -441,7 +479,7 @@ def _probe_name(sources: list[str] | None, i: int) -> str:
     return _short_text(sources[i]) if sources is not None and i < len(sources) else f"value {i + 1}"
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def _short(value: object, limit: int = 80) -> str:
     try:
         text = repr(value)
     except (ValueError, RecursionError):  # an int too long for repr, a deep structure
@@ -468,7 +506,7 @@ def failed_test_reasons(prepared: list[PreparedTest | None], raw: bytes) -> list
         records = split_records(raw)
     except Malformed as exc:
         return [f"malformed record stream ({exc})"] * len(prepared)
-    seen_values: dict[tuple[int, int], Any] = {}
+    seen_values: dict[tuple[int, int], JsonValue] = {}
     done: dict[int, int] = {}
     failed: dict[int, str] = {}
     crashed: str | None = None
@@ -503,11 +541,11 @@ def failed_test_reasons(prepared: list[PreparedTest | None], raw: bytes) -> list
     return out
 
 
-def _first_failed_assertion(ti: int, test: PreparedTest, seen_values: dict[tuple[int, int], Any]) -> str | None:
+def _first_failed_assertion(ti: int, test: PreparedTest, seen_values: dict[tuple[int, int], JsonValue]) -> str | None:
     for si, assertion in test.assertions.items():
         if (ti, si) not in seen_values:
             return "an assertion was never checked"
-        why = assertion_failure(assertion, seen_values[(ti, si)], test.steps[si][1])
+        why = assertion_failure(assertion, seen_values[(ti, si)], assertion.sources)
         if why is not None:
             return why
     return None
@@ -533,7 +571,7 @@ def failed_case_reasons(expected: list[str], raw: bytes) -> list[str | None]:
     except Malformed as exc:
         return [f"malformed record stream ({exc})"] * len(expected)
     outputs: dict[int, str | None] = {}
-    codes: dict[int, Any] = {}
+    codes: dict[int, JsonValue] = {}
     for rec in records:
         if rec[0] != "o" or len(rec) != 5 or not _is_index(rec[1]) or not isinstance(rec[2], str) \
                 or type(rec[3]) is not bool:
@@ -554,7 +592,7 @@ def failed_case_reasons(expected: list[str], raw: bytes) -> list[str | None]:
     return out
 
 
-def _io_difference(want: str, got: str, code: Any) -> str | None:
+def _io_difference(want: str, got: str, code: JsonValue) -> str | None:
     if want == got:
         return None
     exited = f" (exit code {code})" if type(code) is int and code != 0 else ""
