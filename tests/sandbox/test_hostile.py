@@ -309,3 +309,16 @@ def test_a_job_leaves_no_writer_for_the_next_job_on_its_slot(second_wall: dict[s
             assert ok.records == forged  # the forgery is byte for byte what a passing job sends
         finally:
             pool.close()
+
+
+def test_patched_all_does_not_pass_containers_of_always_equal_objects(ns_pool: SandboxPool) -> None:
+    """The job's plain-data check walks containers with the harness's own `all`, captured before the solution ran:
+    a solution that replaces `builtins.all` cannot pass a list of always-equal objects off as plain data."""
+    hack = ("import builtins\nbuiltins.all = lambda *a: True\n"
+            "class A:\n    def __eq__(self, o): return True\n    __hash__ = object.__hash__\n"
+            "def f(x):\n    return [A()]\n")
+    reward = UnitTests(timeout_s=2.0, memory_mb=192)
+    reward.pool = ns_pool
+    tests = ["for x, y in [(2, [4]), (3, [9])]:\n    assert f(x) == y"]
+    scores = reward(prompts=["", ""], completions=[hack, "def f(x):\n    return [x * x]\n"], tests=[tests, tests])
+    assert scores == [0.0, 1.0]

@@ -69,6 +69,7 @@ MAX_RECORD_BYTES = 1 << 20
 
 # Captured before any solution runs, so a solution that patches builtins does not change the harness.
 _type, _len, _isinstance, _repr = builtins.type, builtins.len, builtins.isinstance, builtins.repr
+_all, _dict_items = builtins.all, dict.items
 _float_repr, _int_str = float.__repr__, int.__repr__
 _BaseException, _exec, _eval, _compile = BaseException, builtins.exec, builtins.eval, builtins.compile
 _write, _exit = os.write, os._exit
@@ -196,7 +197,7 @@ def _enc(v: typing.Any, depth: int = 0) -> str:
         return _SEQ_TAGS[t] + ",".join([_enc(x, depth + 1) for x in v]) + "]}"
     if t is dict:
         return '{"d":[' + ",".join(["[" + _enc(k, depth + 1) + "," + _enc(x, depth + 1) + "]"
-                                    for k, x in dict.items(v)]) + "]}"
+                                    for k, x in _dict_items(v)]) + "]}"
     raise TypeError(f"not plain data: {t.__name__}")
 
 
@@ -207,9 +208,9 @@ def _plain(v: typing.Any, depth: int = 0) -> bool:
     if depth > 50:
         return False
     if t in (list, tuple, set, frozenset):
-        return all(_plain(x, depth + 1) for x in v)
+        return _all(_plain(x, depth + 1) for x in v)
     if t is dict:
-        return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in dict.items(v))
+        return _all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in _dict_items(v))
     return False
 
 
