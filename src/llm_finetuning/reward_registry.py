@@ -10,9 +10,10 @@ from __future__ import annotations
 import ast
 import difflib
 import importlib.util
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # Rewards whose value is computed by code from the completion and the data: a verifiable signal.
 VERIFIERS = ("exact_match", "json_schema", "unit_tests", "tool_call")
@@ -40,7 +41,9 @@ PREPEND_PROMPT = "prompt"
 # The types a JSON Schema may name (an argument schema of tool_call's expected calls).
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
-# name -> (implementation "module:Class", JSON Schema of `args`)
+# name -> (implementation "module:Class", JSON Schema of `args`). The schema is a JsonObject, and the brief reads
+# it as one; its values are left untyped here because this module, the bottom of the package, may not import
+# llm_finetuning.jsonvalue (tests/structure/test_layers.py).
 BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
     "exact_match": (
         "llm_finetuning.rewards.exact_match:ExactMatch",
@@ -144,7 +147,7 @@ BUILTINS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def data_columns(fn: str, args: dict[str, Any]) -> list[tuple[str, str]]:
+def data_columns(fn: str, args: Mapping[str, object]) -> list[tuple[str, str]]:
     """(argument, column) for every dataset column a built-in reward reads from each row, defaults
     applied; [] for rewards that read none and for custom rewards (their columns are their own)."""
     if fn == "exact_match":
@@ -162,7 +165,7 @@ def data_columns(fn: str, args: dict[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
-def tool_call_schema_problems(expected: Any) -> list[tuple[str, str, str]]:
+def tool_call_schema_problems(expected: object) -> list[tuple[str, str, str]]:
     """(path below the expected list, what is wrong, the fix) for each argument schema of `tool_call`'s
     expected calls that cannot be used: not a JSON Schema of draft 2020-12 (an unknown type, an enum that is
     not a list, a pattern that is not a regular expression, ...). `finetune check` refuses them up front;
@@ -192,7 +195,7 @@ def tool_call_schema_problems(expected: Any) -> list[tuple[str, str, str]]:
     return out
 
 
-def _schema_fix(keyword: str, path: Any, found: Any) -> str:
+def _schema_fix(keyword: str, path: Iterable[str | int], found: object) -> str:
     parts = [str(p) for p in path]
     if "type" in parts[-1:]:
         close = difflib.get_close_matches(str(found), JSON_TYPES, n=1) if isinstance(found, str) else []
@@ -207,9 +210,35 @@ def _schema_fix(keyword: str, path: Any, found: Any) -> str:
 
 def arg_defaults(fn: str) -> dict[str, Any]:
     """The default of every argument of built-in `fn` that has one: the one source of reward defaults
-    (the reward classes' keyword defaults and `build_reward` both read it)."""
+    (the reward classes' keyword defaults, through `arg_default`, and `build_reward` both read it). Each is
+    a JSON value (`argument_defaults`); the judge calibration record still reads this mapping's values
+    without narrowing them."""
+    return dict(argument_defaults(fn))
+
+
+def argument_defaults(fn: str) -> dict[str, object]:
+    """`arg_defaults` as the JSON values the argument schema holds."""
     props = BUILTINS[fn][1].get("properties", {})
-    return {k: v["default"] for k, v in props.items() if "default" in v}
+    if not isinstance(props, dict):
+        return {}
+    return {k: v["default"] for k, v in props.items() if isinstance(v, dict) and "default" in v}
+
+
+Default = TypeVar("Default", str, int, float, bool)
+
+
+def arg_default(fn: str, arg: str, kind: type[Default]) -> Default:
+    """The default of argument `arg` of built-in `fn`, which the schema declares of type `kind`: a reward
+    class's keyword default, read from the one source of them."""
+    value = argument_defaults(fn)[arg]
+    if not isinstance(value, kind):
+        raise TypeError(f"the default of {fn}.args.{arg} is {value!r}, not a {kind.__name__}")
+    return value
+
+
+def optional_arg_default(fn: str, arg: str, kind: type[Default]) -> Default | None:
+    """`arg_default` for an argument whose default may be null."""
+    return None if argument_defaults(fn)[arg] is None else arg_default(fn, arg, kind)
 
 
 def reward_name(fn: str, occurrence: int = 1) -> str:
@@ -218,7 +247,7 @@ def reward_name(fn: str, occurrence: int = 1) -> str:
     return fn if occurrence <= 1 else f"{fn}#{occurrence}"
 
 
-def reward_occurrences(specs: list[dict[str, Any]]) -> list[int]:
+def reward_occurrences(specs: Sequence[Mapping[str, object]]) -> list[int]:
     """For each reward spec: how many specs up to and including it name the same `fn` (1, 2, ...)."""
     seen: dict[str, int] = {}
     out = []
@@ -229,7 +258,7 @@ def reward_occurrences(specs: list[dict[str, Any]]) -> list[int]:
     return out
 
 
-def reward_names(specs: list[dict[str, Any]]) -> list[str]:
+def reward_names(specs: Sequence[Mapping[str, object]]) -> list[str]:
     """The metric name of each reward spec, in order: its `fn`, suffixed `#2`, `#3` where a name repeats."""
     return [reward_name(str(spec.get("fn")), k) for spec, k in zip(specs, reward_occurrences(specs), strict=True)]
 

@@ -28,17 +28,26 @@ _DIRECTIVE = re.compile(r"^<!-- (args|code): (\S+) -->$")
 def args_table(fn: str) -> str:
     """A Markdown table of one built-in's arguments."""
     schema = registry.BUILTINS[fn][1]
-    required = set(schema.get("required", []))
     rows = ["| arg | type | default | meaning |", "| --- | --- | --- | --- |"]
-    rows += [field_row(arg, sub, arg in required) for arg, sub in schema.get("properties", {}).items()]
+    props = schema.get("properties", {})
+    required = _required(schema)
+    rows += [field_row(arg, sub, arg in required) for arg, sub in (props.items() if isinstance(props, dict) else [])
+             if isinstance(sub, dict)]
     rules = []
     for key in ("oneOf", "anyOf"):
-        if key in schema:
-            options = [" + ".join(f"`{r}`" for r in o.get("required", [])) for o in schema[key]]
-            rules.append("Give exactly one of: " + ", ".join(options) + ".")
+        options = schema.get(key)
+        if isinstance(options, list):
+            texts = [" + ".join(f"`{r}`" for r in _required(o)) for o in options]
+            rules.append("Give exactly one of: " + ", ".join(texts) + ".")
     if "not" in schema:
-        rules.append("Do not combine: " + ", ".join(f"`{r}`" for r in schema["not"].get("required", [])) + ".")
+        rules.append("Do not combine: " + ", ".join(f"`{r}`" for r in _required(schema["not"])) + ".")
     return "\n".join(rows + ([""] + rules if rules else []))
+
+
+def _required(schema: object) -> list[str]:
+    """The property names a (sub)schema lists as `required`."""
+    names = schema.get("required", []) if isinstance(schema, dict) else []
+    return [str(n) for n in names] if isinstance(names, list) else []
 
 
 def code_block(rel: str, src_dir: Path) -> str:
