@@ -7,7 +7,7 @@ reward implementation or any ML library at import time. `build_reward`, `build_r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,13 +16,15 @@ from llm_finetuning.reward_registry import reward_names
 from llm_finetuning.rewards.sources import reward_source_files
 
 if TYPE_CHECKING:
+    from llm_finetuning.rewards.build import RewardFunc
     from llm_finetuning.rewards.code import VerifiedCode
+    from llm_finetuning.rewards.length_penalty import Tokenizer
 
 __all__ = ["build_reward", "build_reward_funcs", "reward_names", "reward_source_files", "score_rows"]
 
 
-def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, tokenizer: Any = None,
-                 *, max_completion_length: int | None = None) -> Callable[..., list[float | None]]:
+def build_reward(spec: Mapping[str, object], brief_folder: Path, index: int = 1, tokenizer: Tokenizer | None = None,
+                 *, max_completion_length: int | None = None) -> RewardFunc:
     """One picklable reward callable with TRL's signature and a stable `__name__`.
 
     `index` is the 1-based occurrence of this `fn` among the brief's rewards (1 gives the plain name, 2
@@ -33,8 +35,8 @@ def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, token
     return _build(spec, brief_folder, index, tokenizer, max_completion_length=max_completion_length)
 
 
-def build_reward_funcs(brief: Brief, tokenizer: Any = None,
-                       code: VerifiedCode | None = None) -> tuple[list[Callable[..., Any]], list[float]]:
+def build_reward_funcs(brief: Brief, tokenizer: Tokenizer | None = None,
+                       code: VerifiedCode | None = None) -> tuple[list[RewardFunc], list[float]]:
     """(reward callables, weights) for a loaded brief, in the brief's order; `code`: a run's verified bytes for
     its custom rewards (`rewards.code.VerifiedCode`)."""
     from llm_finetuning.rewards.build import build_reward_funcs as _build_all
@@ -42,12 +44,18 @@ def build_reward_funcs(brief: Brief, tokenizer: Any = None,
     return _build_all(brief, tokenizer, code)
 
 
-def score_rows(brief: Brief, rows: list[dict[str, Any]], **kwargs: Any) -> list[dict[str, Any]]:
+def score_rows(brief: Brief, rows: Sequence[Mapping[str, object]], *, chunk_size: int = 256,
+               progress: Callable[[int], None] | None = None, tokenizer: Tokenizer | None = None,
+               funcs: tuple[list[RewardFunc], list[float]] | None = None, explain: bool = False,
+               describe: Callable[[int], str] | None = None,
+               code: VerifiedCode | None = None) -> list[dict[str, Any]]:
     """Score rows (prompt, completion and the dataset's columns) with every reward of the brief.
 
     Returns `{"index", "rewards": {name: value}, "total"}` per row, in input order; with `explain=True`
-    each row also has `explanations` ({name: why or None}, see `rewards.explain`).
+    each row also has `explanations` ({name: why or None}, see `rewards.explain`). The other keywords:
+    `rewards.build.score_rows`.
     """
     from llm_finetuning.rewards.build import score_rows as _score
 
-    return _score(brief, rows, **kwargs)
+    return _score(brief, rows, chunk_size=chunk_size, progress=progress, tokenizer=tokenizer, funcs=funcs,
+                  explain=explain, describe=describe, code=code)

@@ -1,20 +1,52 @@
 """Text helpers shared by the built-in rewards: message formats, think blocks, echoed prompts.
 
 TRL hands rewards either plain strings (standard format) or lists of chat messages (conversational
-format); every built-in reads both through `completion_text` and `prompt_text`. Pure stdlib.
+format); every built-in reads both through `completion_text` and `prompt_text`. A data column arrives as
+a keyword argument holding one value per completion (`column_values`). Pure stdlib.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias, TypedDict, TypeGuard
+
+
+class Message(TypedDict, total=False):
+    """A chat message as TRL hands it to a reward and a data row holds it. Only `role` is sure to be text
+    when present; `content` (a string, or a list of parts whose text parts are read) and an assistant's
+    `tool_calls` are what the model or the data wrote, so every reader narrows them."""
+
+    role: str
+    content: object
+    tool_calls: object
+
+
+# A completion or a prompt: a string (standard format) or a list of chat messages (conversational format).
+Completion: TypeAlias = str | list[Message]
+Prompt: TypeAlias = str | list[Message]
+
+
+def is_message(value: object) -> TypeGuard[Message]:
+    """Whether `value` is a mapping with text keys whose `role`, when present, is text: a `Message`."""
+    return isinstance(value, dict) and all(isinstance(k, str) for k in value) \
+        and isinstance(value.get("role", ""), str)
+
+
+def column_values(columns: Mapping[str, object], name: str) -> Sequence[object]:
+    """The values of data column `name`, one per completion (TRL and `score_rows` pass each column as a list)."""
+    values = columns[name]
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"column {name!r} holds {type(values).__name__}, not a list of one value per completion")
+    return values
+
 
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?(</\1>|\Z)", re.IGNORECASE | re.DOTALL)
 _THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.IGNORECASE)
 
 
-def content_text(content: Any) -> str:
+def content_text(content: object) -> str:
     """The text of one message's content: a string, or a list of parts with type text."""
     if content is None:
         return ""
@@ -31,7 +63,7 @@ def content_text(content: Any) -> str:
     return str(content)
 
 
-def completion_text(completion: Any) -> str:
+def completion_text(completion: Completion | Message | None) -> str:
     """A completion as text: the string itself, or the assistant messages of a conversational one joined.
 
     An episode (messages that include tool results) is read for its final answer only: the last
@@ -50,7 +82,7 @@ def completion_text(completion: Any) -> str:
     return "" if completion is None else str(completion)
 
 
-def prompt_text(prompt: Any) -> str:
+def prompt_text(prompt: Prompt | None) -> str:
     """A prompt as text: the string itself, or the content of its last user message."""
     if isinstance(prompt, str):
         return prompt
@@ -62,7 +94,7 @@ def prompt_text(prompt: Any) -> str:
     return "" if prompt is None else str(prompt)
 
 
-def prompt_transcript(prompt: Any) -> str:
+def prompt_transcript(prompt: Prompt | None) -> str:
     """The whole prompt as readable text (a judge sees every message, not only the last one)."""
     if isinstance(prompt, list):
         return "\n".join(f"[{m.get('role', '?')}] {content_text(m.get('content'))}"

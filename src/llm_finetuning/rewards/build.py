@@ -13,24 +13,27 @@ import importlib
 import logging
 import math
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from llm_finetuning import reward_registry as registry
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import Problem, ProblemError
+from llm_finetuning.rewards._text import Completion, Prompt, is_message
 from llm_finetuning.rewards.explain import call_explained
 
 if TYPE_CHECKING:
     from llm_finetuning.rewards.code import VerifiedCode
+    from llm_finetuning.rewards.length_penalty import Tokenizer
+    from llm_finetuning.sandbox.project_code import Confined
 
 log = logging.getLogger(__name__)
 
 RewardFunc = Callable[..., list[float | None]]
 
 
-def _check_args(fn: str, args: dict[str, Any], where: str) -> None:
+def _check_args(fn: str, args: Mapping[str, object], where: str) -> None:
     from jsonschema import Draft202012Validator
 
     errors = sorted(Draft202012Validator(registry.BUILTINS[fn][1]).iter_errors(args), key=lambda e: list(e.path))
@@ -87,15 +90,15 @@ class _Remote:
     """The user's function as it runs in the confined child: calling it, and its `explained`/`explain` when the
     function offers them (`rewards.explain`)."""
 
-    def __init__(self, handle: Any, info: dict[str, Any]) -> None:
+    def __init__(self, handle: Confined, info: Mapping[str, object]) -> None:
         self.handle = handle
         self.__name__ = str(info.get("name") or "reward")
         for attr in ("explained", "explain"):
             if info.get(attr):
                 setattr(self, attr, functools.partial(handle.call, attr=attr))
 
-    def __call__(self, **kwargs: Any) -> Any:
-        return self.handle.call(**kwargs)
+    def __call__(self, **kwargs: object) -> object:
+        return self.handle.call(attr=None, **kwargs)
 
 
 class CustomReward:
@@ -103,16 +106,16 @@ class CustomReward:
     the process's confined child (`sandbox.project_code`), from the source bytes read when it is loaded, or with
     `code` from the bytes a run's verification read (`VerifiedCode`)."""
 
-    def __init__(self, fn: str, search_dir: Path, args: dict[str, Any], name: str,
+    def __init__(self, fn: str, search_dir: Path, args: Mapping[str, object], name: str,
                  code: VerifiedCode | None = None) -> None:
         self.__name__ = name
         self.fn = fn
         self.search_dir = Path(search_dir)
         self.args = dict(args)
         self.code = code
-        self._func: Callable[..., Any] | None = self._load()
+        self._func: Callable[..., object] | None = self._load()
 
-    def _load(self) -> Callable[..., Any]:
+    def _load(self) -> Callable[..., object]:
         """The user's function in the confined child, from the source files the records bound."""
         from llm_finetuning.rewards.code import module_sources
         from llm_finetuning.sandbox.project_code import ProjectCodeError, load_confined
@@ -123,12 +126,12 @@ class CustomReward:
             raise ProjectCodeError("TypeError", f"{self.fn} is not callable")
         return _Remote(handle, info)
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = self.__dict__.copy()
         state["_func"] = None
         return state
 
-    def _call_args(self, columns: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
+    def _call_args(self, columns: Mapping[str, object]) -> tuple[Callable[..., object], dict[str, object]]:
         if self._func is None:
             self._func = self._load()
         clash = sorted(set(self.args) & set(columns))
@@ -136,7 +139,7 @@ class CustomReward:
             raise ValueError(f"{self.__name__}: args {clash} have the same names as data columns; rename them")
         return self._func, {**columns, **self.args}
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def __call__(self, prompts: list[Prompt], completions: list[Completion], **columns: object) -> list[float | None]:
         func, kwargs = self._call_args(columns)
         try:
             out = func(prompts=prompts, completions=completions, **kwargs)
@@ -144,8 +147,8 @@ class CustomReward:
             raise RewardRaised(self.__name__, self.fn, exc) from exc
         return check_output(self.__name__, out, len(completions))
 
-    def explained(self, prompts: list[Any], completions: list[Any],
-                  **columns: Any) -> list[tuple[float | None, str | None]]:
+    def explained(self, prompts: list[Prompt], completions: list[Completion],
+                  **columns: object) -> list[tuple[float | None, str | None]]:
         """The user's values with the explanations their function offers (`explained` or `explain`; see
         `rewards.explain`), else None for each."""
         func, kwargs = self._call_args(columns)
@@ -156,7 +159,7 @@ class CustomReward:
         return list(zip(check_output(self.__name__, out, len(completions)), why, strict=True))
 
 
-def check_output(name: str, out: Any, n: int) -> list[float | None]:
+def check_output(name: str, out: object, n: int) -> list[float | None]:
     """A reward's output as `list[float | None]` of length n, or a ValueError that says what is wrong."""
     if not isinstance(out, (list, tuple)):
         raise ValueError(f"reward {name} returned {type(out).__name__}; it must return a list of floats or None")
@@ -173,21 +176,24 @@ def check_output(name: str, out: Any, n: int) -> list[float | None]:
     return values
 
 
-def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, tokenizer: Any = None,
+def build_reward(spec: Mapping[str, object], brief_folder: Path, index: int = 1, tokenizer: Tokenizer | None = None,
                  *, max_completion_length: int | None = None, where: str = "rewards[]",
                  code: VerifiedCode | None = None) -> RewardFunc:
     """See `llm_finetuning.rewards.build_reward`. `code`: for a custom reward, the bytes a run's verification read
     (`CustomReward`)."""
     fn = str(spec["fn"])
     name = registry.reward_name(fn, index)
-    args = dict(spec.get("args") or {})
+    given = spec.get("args") or {}
+    if not isinstance(given, Mapping):
+        raise ValueError(f"{where}.args: expected a mapping of arguments, found {type(given).__name__}")
+    args: dict[str, object] = dict(given)
     if registry.is_custom(fn):
         return CustomReward(fn, Path(brief_folder), args, name, code)
     if fn not in registry.BUILTINS:
         raise ValueError(f"{where}.fn: unknown reward {fn!r}; use one of {', '.join(registry.builtin_names())}, "
                          "or module:function for a custom reward")
     _check_args(fn, args, f"{where}.args")
-    kwargs = {**registry.arg_defaults(fn), **args}
+    kwargs: dict[str, object] = {**registry.argument_defaults(fn), **args}
     if fn == "length_penalty":
         if kwargs.get("max_length") is None:
             if max_completion_length is None:
@@ -200,7 +206,7 @@ def build_reward(spec: dict[str, Any], brief_folder: Path, index: int = 1, token
     return reward
 
 
-def build_reward_funcs(brief: Brief, tokenizer: Any = None,
+def build_reward_funcs(brief: Brief, tokenizer: Tokenizer | None = None,
                        code: VerifiedCode | None = None) -> tuple[list[RewardFunc], list[float]]:
     """See `llm_finetuning.rewards.build_reward_funcs`."""
     max_len = brief.grpo.max_completion_length
@@ -215,43 +221,54 @@ def _needs_tokens(brief: Brief) -> bool:
     return any(s.fn == "length_penalty" and s.args.get("unit", "tokens") == "tokens" for s in brief.rewards)
 
 
-def load_brief_tokenizer(brief: Brief) -> Any:
+def load_brief_tokenizer(brief: Brief) -> Tokenizer | None:
     """The policy's tokenizer when a reward counts tokens, else None (then lengths are in characters)."""
     if not _needs_tokens(brief):
         return None
     try:
         from llm_finetuning.models import load_tokenizer, resolve_model
 
-        return load_tokenizer(resolve_model(brief.model, brief.folder))
+        tokenizer: Tokenizer = load_tokenizer(resolve_model(brief.model, brief.folder))
+        return tokenizer
     except Exception as exc:  # noqa: BLE001 - any failure falls back to characters, loudly
         log.warning("could not load the model's tokenizer (%s); length_penalty counts characters", exc)
         return None
 
 
-def validate_row(row: Any, where: str) -> None:
+def validate_row(row: object, where: str) -> None:
     """Raise ValueError unless `row` is a mapping with a usable prompt and completion."""
     if not isinstance(row, dict):
         raise ValueError(f"{where}: expected a JSON object with prompt and completion, found {type(row).__name__}")
     for key in ("prompt", "completion"):
         if key not in row:
             raise ValueError(f"{where}: missing {key!r} (found keys: {', '.join(sorted(row)) or 'none'})")
-        value = row[key]
-        if isinstance(value, str):
-            continue
-        if isinstance(value, list) and all(isinstance(m, dict) and "content" in m for m in value):
-            continue
-        raise ValueError(f"{where}: {key!r} must be a string or a list of chat messages with content, "
-                         f"found {type(value).__name__}")
+        if _chat(row[key]) is None:
+            raise ValueError(f"{where}: {key!r} must be a string or a list of chat messages with content, "
+                             f"found {type(row[key]).__name__}")
 
 
-def _batch(rows: list[dict[str, Any]]) -> tuple[list[Any], list[Any], dict[str, list[Any]]]:
-    prompts = [r["prompt"] for r in rows]
-    completions = []
+def _chat(value: object) -> Completion | None:
+    """A row's prompt or completion as rewards take it: a string, or chat messages that each have content (None
+    for anything else)."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        return None
+    messages = [m for m in value if is_message(m) and "content" in m]
+    return messages if len(messages) == len(value) else None
+
+
+def _batch(rows: Sequence[Mapping[str, object]]) -> tuple[list[Prompt], list[Completion], dict[str, list[object]]]:
+    prompts: list[Prompt] = []
+    completions: list[Completion] = []
     for r in rows:
-        c = r["completion"]
+        prompt, c = _chat(r["prompt"]), _chat(r["completion"])
+        if prompt is None or c is None:
+            raise ValueError("a row's prompt or completion is not a string or a list of chat messages with content")
         # TRL gives conversational completions to conversational prompts; mirror that.
-        if isinstance(r["prompt"], list) and isinstance(c, str):
+        if isinstance(prompt, list) and isinstance(c, str):
             c = [{"role": "assistant", "content": c}]
+        prompts.append(prompt)
         completions.append(c)
     keys: list[str] = []
     for r in rows:
@@ -266,18 +283,19 @@ def total_of(values: Iterable[float | None], weights: Iterable[float]) -> float 
     return sum(w * v for w, v in pairs) if pairs else None
 
 
-def _call_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], columns: dict[str, Any],
+def _call_reward(func: RewardFunc, prompts: list[Prompt], completions: list[Completion],
+                 columns: dict[str, list[object]],
                  explain: bool) -> tuple[list[float | None], list[str | None]]:
     """One reward over a chunk: checked values, and explanations when asked for (else all None)."""
     if not explain:
         values = func(prompts=prompts, completions=completions, **columns)
         return check_output(func.__name__, values, len(completions)), [None] * len(completions)
-    values, why = call_explained(func, prompts, completions, columns)
-    return check_output(func.__name__, values, len(completions)), why
+    out, why = call_explained(func, prompts, completions, columns)
+    return check_output(func.__name__, out, len(completions)), why
 
 
-def _first_row_raising(func: RewardFunc, prompts: list[Any], completions: list[Any],
-                       columns: dict[str, Any]) -> int | None:
+def _first_row_raising(func: RewardFunc, prompts: list[Prompt], completions: list[Completion],
+                       columns: dict[str, list[object]]) -> int | None:
     """The first row of a chunk on which `func` raises when called on that row alone (None: none does)."""
     for i in range(len(completions)):
         try:
@@ -289,7 +307,8 @@ def _first_row_raising(func: RewardFunc, prompts: list[Any], completions: list[A
     return None
 
 
-def _run_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], columns: dict[str, Any],
+def _run_reward(func: RewardFunc, prompts: list[Prompt], completions: list[Completion],
+                columns: dict[str, list[object]],
                 explain: bool, start: int, index: int | None,
                 describe: Callable[[int], str]) -> tuple[list[float | None], list[str | None]]:
     """`_call_reward`; a user's reward that raises ends in `RewardFailed`, naming (`describe`) the first row,
@@ -303,8 +322,8 @@ def _run_reward(func: RewardFunc, prompts: list[Any], completions: list[Any], co
         raise reward_failed(raised, where, index) from raised.error
 
 
-def score_rows(brief: Brief, rows: list[dict[str, Any]], *, chunk_size: int = 256,
-               progress: Callable[[int], None] | None = None, tokenizer: Any = None,
+def score_rows(brief: Brief, rows: Sequence[Mapping[str, object]], *, chunk_size: int = 256,
+               progress: Callable[[int], None] | None = None, tokenizer: Tokenizer | None = None,
                funcs: tuple[list[RewardFunc], list[float]] | None = None,
                explain: bool = False, describe: Callable[[int], str] | None = None,
                code: VerifiedCode | None = None) -> list[dict[str, Any]]:

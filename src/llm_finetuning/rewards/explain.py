@@ -20,14 +20,15 @@ data from the reward, and for `unit_tests` partly from the code under test: `tid
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+
+from llm_finetuning.rewards._text import Completion, Prompt
 
 MAX_CHARS = 400
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-def tidy(text: Any) -> str | None:
+def tidy(text: object) -> str | None:
     """An explanation fit to show: a string without control characters, at most MAX_CHARS, else None."""
     if text is None:
         return None
@@ -37,19 +38,19 @@ def tidy(text: Any) -> str | None:
     return s if len(s) <= MAX_CHARS else s[: MAX_CHARS - 3] + "..."
 
 
-def quoted(text: Any, limit: int = 60) -> str:
+def quoted(text: object, limit: int = 60) -> str:
     """A value quoted for an explanation, cut to `limit` characters."""
     s = repr(text)
     return s if len(s) <= limit else s[: limit - 4] + "...'"
 
 
-def explains(func: Callable[..., Any]) -> bool:
+def explains(func: Callable[..., object]) -> bool:
     """Whether a reward offers explanations (`explained` or `explain`)."""
     return callable(getattr(func, "explained", None)) or callable(getattr(func, "explain", None))
 
 
-def call_explained(func: Callable[..., Any], prompts: list[Any], completions: list[Any],
-                   columns: dict[str, Any], name: str | None = None) -> tuple[Any, list[str | None]]:
+def call_explained(func: Callable[..., object], prompts: list[Prompt], completions: list[Completion],
+                   columns: Mapping[str, object], name: str | None = None) -> tuple[object, list[str | None]]:
     """(the reward's raw output, one tidy explanation or None per completion), in one pass when it can.
 
     The raw output is checked by the caller (`build.check_output`), exactly as a plain call's would be.
@@ -71,7 +72,7 @@ def call_explained(func: Callable[..., Any], prompts: list[Any], completions: li
     return values, _tidy_all(name, companion(prompts=prompts, completions=completions, **columns), n)
 
 
-def _tidy_all(name: str, out: Any, n: int) -> list[str | None]:
+def _tidy_all(name: str, out: object, n: int) -> list[str | None]:
     if not isinstance(out, (list, tuple)) or len(out) != n:
         found = f"{len(out)} items" if isinstance(out, (list, tuple)) else type(out).__name__
         raise ValueError(f"reward {name}: its explanations are {found}; expected a list of {n} strings or None")

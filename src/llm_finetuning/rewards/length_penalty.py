@@ -14,15 +14,47 @@ since the total is a weighted sum, that is the same as wrapping the sum of the o
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence, Sized
+from typing import Protocol, TypedDict
 
-from llm_finetuning.reward_registry import arg_defaults
-from llm_finetuning.rewards._text import completion_text
+from llm_finetuning.reward_registry import arg_default, optional_arg_default
+from llm_finetuning.rewards._text import Completion, Prompt, completion_text
 
-_DEFAULTS = arg_defaults("length_penalty")  # the registry's schema holds every default
+_FN = "length_penalty"
+
+
+class LengthPenaltyDefaults(TypedDict):
+    """The defaults of length_penalty's args, as the registry's schema holds them (the one source of them)."""
+
+    max_length: int | None
+    buffer: int | None
+    unit: str
+
+
+_DEFAULTS = LengthPenaltyDefaults(
+    max_length=optional_arg_default(_FN, "max_length", int),
+    buffer=optional_arg_default(_FN, "buffer", int),
+    unit=arg_default(_FN, "unit", str),
+)
 
 log = logging.getLogger(__name__)
+
+
+class Tokenizer(Protocol):
+    """What the penalty needs of the policy's tokenizer (a transformers tokenizer): the token ids of a text."""
+
+    def __call__(self, text: str, *, add_special_tokens: bool) -> Mapping[str, Sized]: ...
+
+
+def completion_ids_of(columns: Mapping[str, object]) -> Sequence[object] | None:
+    """The token ids TRL passes for each completion (`completion_ids`), None when it passes none."""
+    ids = columns.get("completion_ids")
+    return ids if isinstance(ids, (list, tuple)) else None
+
+
+def _row_ids(ids: Sequence[object] | None, i: int) -> Sequence[int] | None:
+    row = ids[i] if ids is not None else None
+    return row if isinstance(row, (list, tuple)) else None
 
 
 def overlong_penalty(length: int, max_length: int, buffer: int) -> float:
@@ -38,8 +70,8 @@ def overlong_penalty(length: int, max_length: int, buffer: int) -> float:
 class LengthPenalty:
     """The overlong penalty term: 0 for short completions, down to -1 past `max_length`."""
 
-    def __init__(self, max_length: int, buffer: int | None = _DEFAULTS["buffer"], unit: str = _DEFAULTS["unit"],
-                 tokenizer: Any = None, name: str = "length_penalty") -> None:
+    def __init__(self, max_length: int, buffer: int | None = _DEFAULTS["buffer"],
+                 unit: str = _DEFAULTS["unit"], tokenizer: Tokenizer | None = None, name: str = "length_penalty") -> None:
         if max_length < 1:
             raise ValueError(f"max_length must be >= 1, found {max_length}")
         buffer = max(1, max_length // 4) if buffer is None else buffer
@@ -54,7 +86,7 @@ class LengthPenalty:
         self.tokenizer = tokenizer
         self._warned = False
 
-    def length(self, completion: Any, completion_ids: Sequence[int] | None = None) -> int:
+    def length(self, completion: Completion, completion_ids: Sequence[int] | None = None) -> int:
         """Length of one completion in this reward's unit (characters when tokens cannot be counted)."""
         if self.unit == "tokens":
             if completion_ids is not None:
@@ -73,19 +105,19 @@ class LengthPenalty:
             return "tokens"
         return "chars"
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
-        ids = columns.get("completion_ids")
-        return [overlong_penalty(self.length(c, ids[i] if ids is not None else None), self.max_length, self.buffer)
+    def __call__(self, prompts: list[Prompt], completions: list[Completion], **columns: object) -> list[float | None]:
+        ids = completion_ids_of(columns)
+        return [overlong_penalty(self.length(c, _row_ids(ids, i)), self.max_length, self.buffer)
                 for i, c in enumerate(completions)]
 
-    def explained(self, prompts: list[Any], completions: list[Any],
-                  **columns: Any) -> list[tuple[float | None, str | None]]:
+    def explained(self, prompts: list[Prompt], completions: list[Completion],
+                  **columns: object) -> list[tuple[float | None, str | None]]:
         """Each penalty with the length it was computed from and where the penalty starts."""
-        ids = columns.get("completion_ids")
+        ids = completion_ids_of(columns)
         out: list[tuple[float | None, str | None]] = []
         start = self.max_length - self.buffer
         for i, c in enumerate(completions):
-            row_ids = ids[i] if ids is not None else None
+            row_ids = _row_ids(ids, i)
             n = self.length(c, row_ids)
             unit = self.counted_in(row_ids)
             penalty = overlong_penalty(n, self.max_length, self.buffer)
@@ -117,7 +149,7 @@ class SoftOverlong:
         self.penalty = penalty
         self.penalty_weight = float(penalty_weight)
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def __call__(self, prompts: list[Prompt], completions: list[Completion], **columns: object) -> list[float | None]:
         inner = [f(prompts=prompts, completions=completions, **columns) for f in self.funcs]
         penalty = self.penalty(prompts=prompts, completions=completions, **columns)
         out: list[float | None] = []
