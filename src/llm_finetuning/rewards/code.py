@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from llm_finetuning.errors import Problem, ProblemError
+
+# One module's source as the confined child loads it: {"source": its text, "file": its path, "package": whether
+# it is a package's __init__.py}.
+ModuleSource: TypeAlias = dict[str, str | bool]
 
 
 class CodeNotFound(ProblemError):
@@ -23,7 +27,7 @@ class CodeChanged(ProblemError):
     """A module file's bytes differ from the sha256 the caller verified (it changed after the check)."""
 
 
-def module_sources(ref: str, folder: Path, expected: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+def module_sources(ref: str, folder: Path, expected: Mapping[str, str] | None = None) -> dict[str, ModuleSource]:
     """The source of `ref`'s module and of the modules beside the brief it imports (the files a record binds,
     `rewards.sources`), read once each; with `expected` (file label -> sha256, as a record binds them) a file whose
     bytes differ raises CodeChanged, so what runs is what was verified."""
@@ -31,7 +35,7 @@ def module_sources(ref: str, folder: Path, expected: Mapping[str, str] | None = 
     from llm_finetuning.rewards.sources import file_label, reward_source_files
 
     folder = Path(folder).resolve()
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ModuleSource] = {}
     changed = []
     module = ref.partition(":")[0]
     for file in reward_source_files(ref, folder):
@@ -57,13 +61,13 @@ class VerifiedCode:
     them). A ref read at verification runs from those bytes, whatever its files hold later."""
 
     sha256: dict[str, str] = field(default_factory=dict)
-    sources: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    sources: dict[str, dict[str, ModuleSource]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, refs: list[str], folder: Path, sha256: dict[str, str]) -> VerifiedCode:
         return cls(dict(sha256), {ref: module_sources(ref, folder, sha256) for ref in refs})
 
-    def modules(self, ref: str, folder: Path) -> dict[str, dict[str, Any]]:
+    def modules(self, ref: str, folder: Path) -> dict[str, ModuleSource]:
         return self.sources[ref] if ref in self.sources else module_sources(ref, folder, self.sha256)
 
 
