@@ -13,7 +13,45 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypedDict
+
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
+
+
+class Request(TypedDict):
+    """One comparison the parent asks for."""
+
+    id: int
+    gold: str
+    pred: str
+    timeout_s: float
+
+
+class Reply(TypedDict, total=False):
+    """The answer to one request: `equal`, or the `error` that kept it from being compared."""
+
+    id: JsonValue
+    equal: bool
+    error: str
+
+
+@dataclass(frozen=True)
+class _Comparison:
+    """A request line as read: the fields `_answer` uses (a missing one raises KeyError, sent back as data)."""
+
+    id: JsonValue
+    gold: str
+    pred: str
+    timeout_s: float
+
+    @classmethod
+    def of(cls, message: JsonObject) -> _Comparison:
+        timeout = message.get("timeout_s", 5)
+        if not isinstance(timeout, (int, float, str)):
+            raise TypeError(f"timeout_s is {type(timeout).__name__}, not a number")
+        return cls(message["id"], str(message["gold"]), str(message["pred"]), float(timeout))
 
 
 def _boxed(answer: str) -> str:
@@ -21,14 +59,15 @@ def _boxed(answer: str) -> str:
     return "\\boxed{" + answer + "}"
 
 
-def _answer(req: dict[str, Any], parse: Any, verify: Any) -> dict[str, Any]:
-    limit = max(1, math.ceil(float(req.get("timeout_s", 5))))
-    gold = parse(_boxed(str(req["gold"])), parsing_timeout=limit)
-    pred = parse(_boxed(str(req["pred"])), parsing_timeout=limit)
+def _answer(message: JsonObject, parse: Callable[..., object], verify: Callable[..., object]) -> Reply:
+    req = _Comparison.of(message)
+    limit = max(1, math.ceil(req.timeout_s))
+    gold = parse(_boxed(req.gold), parsing_timeout=limit)
+    pred = parse(_boxed(req.pred), parsing_timeout=limit)
     if not gold or not pred:
-        return {"id": req["id"], "equal": False}
+        return {"id": req.id, "equal": False}
     # Order matters: math-verify treats the first argument as the reference.
-    return {"id": req["id"], "equal": bool(verify(gold, pred, timeout_seconds=limit))}
+    return {"id": req.id, "equal": bool(verify(gold, pred, timeout_seconds=limit))}
 
 
 def main() -> int:
@@ -40,9 +79,12 @@ def main() -> int:
     print(json.dumps({"ready": True, "math_verify": True}), flush=True)
     for line in sys.stdin:
         try:
-            req = json.loads(line)
+            req: JsonValue = json.loads(line)
         except ValueError:
             continue
+        if not isinstance(req, dict):
+            continue
+        out: Reply
         try:
             out = _answer(req, parse, verify)
         except Exception as exc:  # noqa: BLE001 - reported to the parent as data

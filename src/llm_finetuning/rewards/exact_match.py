@@ -18,15 +18,43 @@ import select
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TypedDict
 
+from llm_finetuning.jsonvalue import JsonValue
 from llm_finetuning.locations import isolated_python
-from llm_finetuning.reward_registry import arg_defaults
-from llm_finetuning.rewards._text import completion_text, prompt_text, remove_echo, strip_think
+from llm_finetuning.reward_registry import arg_default
+from llm_finetuning.rewards._mathverify_worker import Request
+from llm_finetuning.rewards._text import (
+    Completion,
+    Prompt,
+    column_values,
+    completion_text,
+    prompt_text,
+    remove_echo,
+    strip_think,
+)
 from llm_finetuning.rewards.explain import quoted
 
-_DEFAULTS = arg_defaults("exact_match")  # the registry's schema holds every default
+_FN = "exact_match"
+
+
+class ExactMatchDefaults(TypedDict):
+    """The defaults of exact_match's args, as the registry's schema holds them (the one source of them)."""
+
+    answer_field: str
+    extract: str
+    math_verify: bool
+    timeout_s: float
+
+
+_DEFAULTS = ExactMatchDefaults(
+    answer_field=arg_default(_FN, "answer_field", str),
+    extract=arg_default(_FN, "extract", str),
+    math_verify=arg_default(_FN, "math_verify", bool),
+    timeout_s=arg_default(_FN, "timeout_s", float),
+)
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +183,7 @@ def extract_answer_how(text: str, mode: str, pattern: re.Pattern[str] | None = N
     return None, "auto"
 
 
-def reference_answer(gold: Any) -> str | None:
+def reference_answer(gold: object) -> str | None:
     """The reference as a string; a full worked solution is reduced to its `####` or boxed answer."""
     if gold is None or isinstance(gold, bool):
         return None if gold is None else str(gold).lower()
@@ -240,7 +268,8 @@ class MathVerifyWorker:
         if hello is None:
             self.close()
             raise RuntimeError("the math-verify worker did not start in time")
-        self.available = bool(json.loads(hello).get("math_verify"))
+        greeting: JsonValue = json.loads(hello)
+        self.available = isinstance(greeting, dict) and bool(greeting.get("math_verify"))
         if not self.available:
             log.warning("math-verify is not installed; exact_match compares normalised strings and fractions only "
                         "(pip install math-verify)")
@@ -272,7 +301,7 @@ class MathVerifyWorker:
                 return plain_equal(gold, pred)
             assert self._proc is not None and self._proc.stdin is not None
             self._next_id += 1
-            req = {"id": self._next_id, "gold": gold, "pred": pred, "timeout_s": timeout_s}
+            req: Request = {"id": self._next_id, "gold": gold, "pred": pred, "timeout_s": timeout_s}
             try:
                 self._proc.stdin.write((json.dumps(req) + "\n").encode())
                 self._proc.stdin.flush()
@@ -284,8 +313,8 @@ class MathVerifyWorker:
                 if line is None:
                     self.close()
                     return None
-                out = json.loads(line)
-                if out.get("id") == self._next_id:
+                out: JsonValue = json.loads(line)
+                if isinstance(out, dict) and out.get("id") == self._next_id:
                     break
             if "error" in out:
                 log.debug("math-verify failed on %r vs %r: %s", gold, pred, out["error"])
@@ -318,8 +347,10 @@ _NOT_FOUND = {"auto": "no \\boxed{}, no ####, no number", "boxed": "no \\boxed{}
 class ExactMatch:
     """Reward 1.0 when the final answer equals `columns[answer_field]`, 0.0 when not, None without a reference."""
 
-    def __init__(self, answer_field: str = _DEFAULTS["answer_field"], extract: str = _DEFAULTS["extract"],
-                 math_verify: bool = _DEFAULTS["math_verify"], timeout_s: float = _DEFAULTS["timeout_s"],
+    def __init__(self, answer_field: str = _DEFAULTS["answer_field"],
+                 extract: str = _DEFAULTS["extract"],
+                 math_verify: bool = _DEFAULTS["math_verify"],
+                 timeout_s: float = _DEFAULTS["timeout_s"],
                  name: str = "exact_match") -> None:
         self.__name__ = name
         self.answer_field = answer_field
@@ -340,16 +371,16 @@ class ExactMatch:
         self.stats = {"scored": 0, "no_answer": 0, "no_reference": 0, "timeouts": 0}
         self._worker: MathVerifyWorker | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = self.__dict__.copy()
         state["_worker"] = None
         return state
 
-    def answer_of(self, completion: Any, prompt: Any = None) -> str | None:
+    def answer_of(self, completion: Completion, prompt: Prompt | None = None) -> str | None:
         """The extracted answer of one completion (think blocks and echoed prompt removed)."""
         return self.answer_and_method(completion, prompt)[0]
 
-    def answer_and_method(self, completion: Any, prompt: Any = None) -> tuple[str | None, str]:
+    def answer_and_method(self, completion: Completion, prompt: Prompt | None = None) -> tuple[str | None, str]:
         """(the extracted answer, the extraction that found it); see `extract_answer_how`."""
         text = strip_think(completion_text(completion))
         if prompt is not None:
@@ -375,13 +406,13 @@ class ExactMatch:
             return False, f"math-verify timed out after {self.timeout_s:g} s"
         return result, "math-verify" if self._worker.available else "plain"
 
-    def _score(self, prompts: list[Any] | None, completions: list[Any], columns: dict[str, Any],
+    def _score(self, prompts: list[Prompt] | None, completions: list[Completion], columns: Mapping[str, object],
                why: bool) -> list[tuple[float | None, str | None]]:
         if self.answer_field not in columns:
             raise KeyError(f"{self.__name__}: no column {self.answer_field!r} in the data "
                            f"(columns: {', '.join(sorted(k for k in columns if k != 'completion_ids'))}); "
                            "set args.answer_field to the column holding the reference answer")
-        golds = columns[self.answer_field]
+        golds = column_values(columns, self.answer_field)
         timeouts_before = self.stats["timeouts"]
         out: list[tuple[float | None, str | None]] = []
         for i, completion in enumerate(completions):
@@ -407,11 +438,11 @@ class ExactMatch:
             log_metric(f"rewards/{self.__name__}/timeouts", float(self.stats["timeouts"] - timeouts_before))
         return out
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def __call__(self, prompts: list[Prompt], completions: list[Completion], **columns: object) -> list[float | None]:
         return [value for value, _ in self._score(prompts, completions, columns, why=False)]
 
-    def explained(self, prompts: list[Any], completions: list[Any],
-                  **columns: Any) -> list[tuple[float | None, str | None]]:
+    def explained(self, prompts: list[Prompt], completions: list[Completion],
+                  **columns: object) -> list[tuple[float | None, str | None]]:
         """Each value with the answer extracted, how, the reference and how they compared."""
         return self._score(prompts, completions, columns, why=True)
 
