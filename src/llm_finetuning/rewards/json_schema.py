@@ -13,12 +13,31 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NoReturn, TypedDict
 
-from llm_finetuning.reward_registry import arg_defaults
-from llm_finetuning.rewards._text import completion_text, strip_think
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
+from llm_finetuning.reward_registry import arg_default
+from llm_finetuning.rewards._text import Completion, Prompt, column_values, completion_text, strip_think
 
-_DEFAULTS = arg_defaults("json_schema")  # the registry's schema holds every default
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
+_FN = "json_schema"
+
+
+class JsonSchemaDefaults(TypedDict):
+    """The defaults of json_schema's args, as the registry's schema holds them (the one source of them)."""
+
+    mode: str
+    fenced: bool
+
+
+_DEFAULTS = JsonSchemaDefaults(
+    mode=arg_default(_FN, "mode", str),
+    fenced=arg_default(_FN, "fenced", bool),
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +48,8 @@ class StrictJSONError(ValueError):
     """The text is not strict JSON."""
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _no_duplicates(pairs: list[tuple[str, JsonValue]]) -> JsonObject:
+    out: JsonObject = {}
     for key, value in pairs:
         if key in out:
             raise StrictJSONError(f"duplicate key {key!r}")
@@ -38,18 +57,19 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise StrictJSONError(f"{name} is not JSON")
 
 
-def parse_strict(text: str) -> Any:
+def parse_strict(text: str) -> JsonValue:
     """Parse exactly one JSON value; raise StrictJSONError on duplicates, NaN/Infinity or trailing text."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        value: JsonValue = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except StrictJSONError:
         raise
     except (ValueError, RecursionError) as exc:
         raise StrictJSONError(str(exc)) from None
+    return value
 
 
 def json_text(completion: str, fenced: bool) -> str:
@@ -62,7 +82,7 @@ def json_text(completion: str, fenced: bool) -> str:
     return text.strip()
 
 
-def _validator(schema: dict[str, Any]) -> Any:
+def _validator(schema: JsonObject) -> Validator:
     from jsonschema import validators
 
     cls = validators.validator_for(schema)
@@ -70,14 +90,16 @@ def _validator(schema: dict[str, Any]) -> Any:
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-def partial_score(instance: Any, schema: dict[str, Any], errors: list[Any]) -> float:
+def partial_score(instance: JsonValue, schema: JsonObject, errors: list[ValidationError]) -> float:
     """Partial credit for JSON that parses but does not validate (mode: partial).
 
     0.5 x the share of the schema's top-level properties (`properties` and `required` together) that are
     present and carry no error; halved again when the object also breaks a rule of its own (extra keys,
     size limits). Anything that is not an object, or a schema that names no properties, earns 0.
     """
-    names = set(schema.get("properties", {})) | set(schema.get("required", []))
+    properties, required = schema.get("properties", {}), schema.get("required", [])
+    names = set(properties if isinstance(properties, dict) else []) | \
+        {str(n) for n in (required if isinstance(required, list) else [])}
     if not isinstance(instance, dict) or not names:
         return 0.0
     bad = {str(e.absolute_path[0]) for e in errors if e.absolute_path}
@@ -95,8 +117,9 @@ def partial_score(instance: Any, schema: dict[str, Any], errors: list[Any]) -> f
 class JsonSchema:
     """Reward strict, schema-valid JSON: 1.0 or 0.0 (or partial credit), None when a row has no schema."""
 
-    def __init__(self, schema: dict[str, Any] | None = None, schema_field: str | None = None,
-                 mode: str = _DEFAULTS["mode"], fenced: bool = _DEFAULTS["fenced"], name: str = "json_schema") -> None:
+    def __init__(self, schema: JsonObject | None = None, schema_field: str | None = None,
+                 mode: str = _DEFAULTS["mode"], fenced: bool = _DEFAULTS["fenced"],
+                 name: str = "json_schema") -> None:
         if (schema is None) == (schema_field is None):
             raise ValueError("give exactly one of schema (inline) or schema_field (a column)")
         if mode not in ("strict", "partial"):
@@ -107,16 +130,16 @@ class JsonSchema:
         self.mode = mode
         self.fenced = fenced
         self.stats = {"scored": 0, "not_json": 0, "invalid": 0, "bad_schema": 0}
-        self._validators: dict[str, Any] = {}
+        self._validators: dict[str, Validator] = {}
         if schema is not None:
             self.validator(schema)  # a broken inline schema fails at build time, not mid-training
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = self.__dict__.copy()
         state["_validators"] = {}
         return state
 
-    def validator(self, schema: dict[str, Any]) -> Any:
+    def validator(self, schema: JsonObject) -> Validator:
         """A checked validator for `schema`, built once per distinct schema (checking a schema is slow)."""
         key = json.dumps(schema, sort_keys=True, default=str)
         found = self._validators.get(key)
@@ -127,11 +150,11 @@ class JsonSchema:
             self._validators[key] = found
         return found
 
-    def _row_schema(self, columns: dict[str, Any], i: int) -> dict[str, Any] | None:
+    def _row_schema(self, columns: Mapping[str, object], i: int) -> JsonObject | None:
         if self.schema is not None:
             return self.schema
         assert self.schema_field is not None
-        value = columns[self.schema_field][i]
+        value = column_values(columns, self.schema_field)[i]
         if isinstance(value, str):
             try:
                 value = json.loads(value)
@@ -139,11 +162,11 @@ class JsonSchema:
                 return None
         return value if isinstance(value, dict) else None
 
-    def score(self, completion: Any, schema: dict[str, Any]) -> float:
+    def score(self, completion: Completion, schema: JsonObject) -> float:
         """The reward of one completion against one schema."""
         return self.score_explained(completion, schema, why=False)[0]
 
-    def score_explained(self, completion: Any, schema: dict[str, Any], why: bool = True) -> tuple[float, str]:
+    def score_explained(self, completion: Completion, schema: JsonObject, why: bool = True) -> tuple[float, str]:
         """(the reward of one completion against one schema, why: the parse error, the first schema
         error by path with its message, or that it is valid; "" when `why` is false)."""
         try:
@@ -165,12 +188,12 @@ class JsonSchema:
             return value, f"{reason}; partial credit {value:g}"
         return 0.0, reason
 
-    def _where(self, completion: Any) -> str:
+    def _where(self, completion: Completion) -> str:
         """Which text was read as JSON, for an explanation."""
         fenced = self.fenced and _FENCE.search(strip_think(completion_text(completion)))
         return "the last fenced block" if fenced else "the completion"
 
-    def _score(self, completions: list[Any], columns: dict[str, Any],
+    def _score(self, completions: list[Completion], columns: Mapping[str, object],
                why: bool) -> list[tuple[float | None, str | None]]:
         if self.schema_field is not None and self.schema_field not in columns:
             raise KeyError(f"{self.__name__}: no column {self.schema_field!r} in the data; "
@@ -194,10 +217,10 @@ class JsonSchema:
             out.append(self.score_explained(completion, schema, why))
         return out
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def __call__(self, prompts: list[Prompt], completions: list[Completion], **columns: object) -> list[float | None]:
         return [value for value, _ in self._score(completions, columns, why=False)]
 
-    def explained(self, prompts: list[Any], completions: list[Any],
-                  **columns: Any) -> list[tuple[float | None, str | None]]:
+    def explained(self, prompts: list[Prompt], completions: list[Completion],
+                  **columns: object) -> list[tuple[float | None, str | None]]:
         """Each value with why: the parse error, the first schema error (path and message), or valid."""
         return self._score(completions, columns, why=True)
