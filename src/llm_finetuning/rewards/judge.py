@@ -22,14 +22,42 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 from llm_finetuning.fileio import sha256_bytes
-from llm_finetuning.reward_registry import arg_defaults
-from llm_finetuning.rewards._text import completion_text, prompt_transcript
+from llm_finetuning.jsonvalue import JsonValue
+from llm_finetuning.reward_registry import arg_default, optional_arg_default
+from llm_finetuning.rewards._text import Completion, Prompt, completion_text, prompt_transcript
 
-_DEFAULTS = arg_defaults("judge")  # the registry's schema holds every default
+_FN = "judge"
+
+
+class JudgeDefaults(TypedDict):
+    """The defaults of judge's args, as the registry's schema holds them (the one source of them)."""
+
+    min_agreement: float
+    timeout_s: float
+    max_retries: int
+    concurrency: int
+    api_key_env: str | None
+    backoff_s: float
+    max_score: int
+    temperature: float
+    max_tokens: int
+
+
+_DEFAULTS = JudgeDefaults(
+    min_agreement=arg_default(_FN, "min_agreement", float),
+    timeout_s=arg_default(_FN, "timeout_s", float),
+    max_retries=arg_default(_FN, "max_retries", int),
+    concurrency=arg_default(_FN, "concurrency", int),
+    api_key_env=optional_arg_default(_FN, "api_key_env", str),
+    backoff_s=arg_default(_FN, "backoff_s", float),
+    max_score=arg_default(_FN, "max_score", int),
+    temperature=arg_default(_FN, "temperature", float),
+    max_tokens=arg_default(_FN, "max_tokens", int),
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +120,29 @@ def chat_url(endpoint: str) -> str:
     return endpoint if endpoint.endswith("/chat/completions") else endpoint + "/chat/completions"
 
 
+def _message_content(answer: JsonValue) -> JsonValue:
+    """`choices[0].message.content` of a chat completion; KeyError, IndexError or TypeError for another shape."""
+    choices = answer["choices"] if isinstance(answer, dict) else None
+    first = choices[0] if isinstance(choices, list) else None
+    message = first["message"] if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise TypeError("not a chat completion")
+    return message["content"]
+
+
 class Judge:
     """Rubric-as-reward through an OpenAI-compatible endpoint; None for rows the judge could not score."""
 
-    def __init__(self, endpoint: str, model: str, rubric: str, min_agreement: float = _DEFAULTS["min_agreement"],
-                 timeout_s: float = _DEFAULTS["timeout_s"], max_retries: int = _DEFAULTS["max_retries"],
-                 concurrency: int = _DEFAULTS["concurrency"], api_key_env: str | None = _DEFAULTS["api_key_env"],
-                 backoff_s: float = _DEFAULTS["backoff_s"], max_score: int = _DEFAULTS["max_score"],
-                 temperature: float = _DEFAULTS["temperature"], max_tokens: int = _DEFAULTS["max_tokens"],
+    def __init__(self, endpoint: str, model: str, rubric: str,
+                 min_agreement: float = _DEFAULTS["min_agreement"],
+                 timeout_s: float = _DEFAULTS["timeout_s"],
+                 max_retries: int = _DEFAULTS["max_retries"],
+                 concurrency: int = _DEFAULTS["concurrency"],
+                 api_key_env: str | None = _DEFAULTS["api_key_env"],
+                 backoff_s: float = _DEFAULTS["backoff_s"],
+                 max_score: int = _DEFAULTS["max_score"],
+                 temperature: float = _DEFAULTS["temperature"],
+                 max_tokens: int = _DEFAULTS["max_tokens"],
                  name: str = "judge") -> None:
         parts = urlsplit(chat_url(endpoint))
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -124,12 +167,12 @@ class Judge:
         self.stats: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = self.__dict__.copy()
         del state["_lock"]
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
@@ -184,7 +227,7 @@ class Judge:
                            "temperature": self.temperature, "max_tokens": self.max_tokens}).encode()
         data = self._post(body)
         try:
-            reply = json.loads(data)["choices"][0]["message"]["content"]
+            reply = _message_content(json.loads(data))
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise JudgeError("bad_response", f"not a chat completion: {data[:120]!r}") from exc
         if not isinstance(reply, str):
@@ -220,11 +263,11 @@ class Judge:
         raw = json.dumps([self.model, self.rubric, prompt, completion], ensure_ascii=False)
         return sha256_bytes(raw.encode("utf-8"))
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def __call__(self, prompts: list[Prompt], completions: list[Completion], **columns: object) -> list[float | None]:
         return [value for value, _ in self.explained(prompts, completions, **columns)]
 
-    def explained(self, prompts: list[Any], completions: list[Any],
-                  **columns: Any) -> list[tuple[float | None, str | None]]:
+    def explained(self, prompts: list[Prompt], completions: list[Completion],
+                  **columns: object) -> list[tuple[float | None, str | None]]:
         """Each score with the judge's reasoning, or why there is no score."""
         texts = [(prompt_transcript(p), completion_text(c)) for p, c in zip(prompts, completions, strict=True)]
         keys = [self.cache_key(p, c) for p, c in texts]
