@@ -34,11 +34,13 @@ import asyncio
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
-from llm_finetuning.reward_registry import PREPEND_PROMPT, arg_defaults
+from llm_finetuning.reward_registry import PREPEND_PROMPT, arg_default, optional_arg_default
+from llm_finetuning.rewards._text import Completion, Message, Prompt, column_values
 from llm_finetuning.rewards.explain import quoted
 from llm_finetuning.sandbox import JobResult, Limits, SandboxPool, get_pool
 from llm_finetuning.sandbox.verdicts import (
@@ -48,7 +50,22 @@ from llm_finetuning.sandbox.verdicts import (
     prepare_test,
 )
 
-_DEFAULTS = arg_defaults("unit_tests")  # the registry's schema holds every default
+_FN = "unit_tests"
+
+
+class UnitTestsDefaults(TypedDict):
+    """The defaults of unit_tests's args, as the registry's schema holds them (the one source of them)."""
+
+    prepend: str | None
+    timeout_s: float
+    memory_mb: int
+
+
+_DEFAULTS = UnitTestsDefaults(
+    prepend=optional_arg_default(_FN, "prepend", str),
+    timeout_s=arg_default(_FN, "timeout_s", float),
+    memory_mb=arg_default(_FN, "memory_mb", int),
+)
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
@@ -66,14 +83,14 @@ def extract_solution(text: str) -> str:
     return text
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: object) -> str:
     """A message's content as text (a list of text parts is joined)."""
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
     return "" if content is None else str(content)
 
 
-def message_text(message: Any, role: str | None = None) -> str:
+def message_text(message: Completion | Message | None, role: str | None = None) -> str:
     """The text of a prompt or completion: a string as it is; of chat messages, the last one (of `role`
     when given and present)."""
     if isinstance(message, list):
@@ -86,7 +103,7 @@ def message_text(message: Any, role: str | None = None) -> str:
     return "" if message is None else str(message)
 
 
-def completion_code(completion: Any) -> str:
+def completion_code(completion: Completion) -> str:
     """The code of one completion: standard (a string) or conversational (the last assistant message)."""
     return extract_solution(message_text(completion, "assistant"))
 
@@ -96,7 +113,8 @@ class _Row:
     """One completion planned: its program, what judges it, and its outcome when known without a job."""
 
     program: str
-    judge: Any = None  # the prepared tests, or the io cases
+    prepared: list[PreparedTest] | None = None  # what judges it: the prepared tests (tests_field) ...
+    cases: list[tuple[str, str]] | None = None  # ... or the (stdin, stdout) cases (io_field)
     tests: tuple[str, ...] | None = None
     known: tuple[float | None, str] | None = None
 
@@ -121,7 +139,7 @@ class UnitTests:
         self._warned = False
         self.pool: SandboxPool | None = None  # None: the process-wide pool (tests set their own)
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = self.__dict__.copy()
         state["_prepared"] = OrderedDict()
         state["pool"] = None
@@ -167,16 +185,16 @@ class UnitTests:
                 self._prepared.popitem(last=False)
         return cached
 
-    def _prefix(self, prompt: Any, columns: dict[str, Any], i: int) -> str | None:
+    def _prefix(self, prompt: Prompt | None, columns: Mapping[str, object], i: int) -> str | None:
         """What `prepend` joins before the code of row i; None when the row's value is not text."""
         if self.prepend is None:
             return ""
         if self.prepend == PREPEND_PROMPT:
             return message_text(prompt)
-        value = columns[self.prepend][i]
+        value = column_values(columns, self.prepend)[i]
         return "" if value is None else value if isinstance(value, str) else None
 
-    def _plan(self, prompts: list[Any], completions: list[Any], columns: dict[str, Any]) -> list[_Row]:
+    def _plan(self, prompts: list[Prompt], completions: list[Completion], columns: Mapping[str, object]) -> list[_Row]:
         """Each completion's program and judge, its outcome where it is known without a sandbox job."""
         field = self._field
         if field not in columns:
@@ -190,54 +208,59 @@ class UnitTests:
         for i, completion in enumerate(completions):
             prefix = self._prefix(prompts[i] if i < len(prompts) else None, columns, i)
             if prefix is None:
-                found = type(columns[str(self.prepend)][i]).__name__
+                found = type(column_values(columns, str(self.prepend))[i]).__name__
                 rows.append(_Row("", known=(None, f"column {self.prepend!r} holds a {found}, not the code to "
                                                   "prepend: not scored")))
                 continue
             row = _Row(prefix + completion_code(completion))
-            spec = columns[field][i]
+            spec = column_values(columns, field)[i]
             if self.io_field:
-                row.judge = _io_cases(spec)
+                row.cases = _io_cases(spec)
             else:
                 row.tests = _test_list(spec)
                 if row.tests is not None:
-                    row.judge, broken = self._prepare(row.tests)
+                    row.prepared, broken = self._prepare(row.tests)
                     if broken is not None:
                         row.known = (None, f"{broken}: the data's test is broken, not the completion; not scored")
-            if row.known is None and row.judge is None:
+            judge = row.cases if self.io_field else row.prepared
+            if row.known is None and judge is None:
                 row.known = (None, f"column {field!r} holds no {kind} in the expected shape: not scored")
-            elif row.known is None and not row.judge:
+            elif row.known is None and not judge:
                 row.known = (None, f"column {field!r} holds no {kind}: not scored")
-            elif row.known is None:
+            elif row.known is None and judge is not None:
                 error = _compile_error(row.program)
                 if error is not None:
-                    row.known = (0.0, f"0/{len(row.judge)} passed: the solution does not compile ({error})")
+                    row.known = (0.0, f"0/{len(judge)} passed: the solution does not compile ({error})")
             rows.append(row)
         return rows
 
-    def _job(self, row: _Row) -> dict[str, Any] | None:
+    def _job(self, row: _Row) -> dict[str, object] | None:
+        """The sandbox job of a row whose outcome is not known yet (`_plan` gave it its cases or tests)."""
         if row.known is not None:
             return None
-        if self.io_field:
-            return {"mode": "io", "solution": row.program, "inputs": [c[0] for c in row.judge]}
-        return {"mode": "tests", "solution": row.program, "tests": [p.steps for p in row.judge]}
+        if row.cases is not None:
+            return {"mode": "io", "solution": row.program, "inputs": [c[0] for c in row.cases]}
+        assert row.prepared is not None
+        return {"mode": "tests", "solution": row.program, "tests": [p.steps for p in row.prepared]}
 
     def _score_explained(self, row: _Row, result: JobResult | None) -> tuple[float | None, str]:
         """(the fraction passed, why: the first failing test or case and its error, or all passed)."""
         if row.known is not None:
             return row.known
         assert result is not None
-        judge, n = row.judge, len(row.judge)
         # After a timeout or an overflow the job was killed: tests whose records all arrived still count.
-        if self.io_field:
-            failures = failed_case_reasons([c[1] for c in judge], result.records)
+        if row.cases is not None:
+            n = len(row.cases)
+            failures = failed_case_reasons([c[1] for c in row.cases], result.records)
         else:
-            failures = failed_test_reasons(judge, result.records)
+            assert row.prepared is not None
+            n = len(row.prepared)
+            failures = failed_test_reasons(list(row.prepared), result.records)
         passed = sum(1 for f in failures if f is None)
         if passed == n:
             return 1.0, f"all {n} passed"
         first = next(i for i, f in enumerate(failures) if f is not None)
-        what = (f"case {first + 1} (stdin {quoted(judge[first][0], 40)})" if self.io_field
+        what = (f"case {first + 1} (stdin {quoted(row.cases[first][0], 40)})" if row.cases is not None
                 else f"test {first + 1} {quoted(row.tests[first], 60)}" if row.tests is not None else f"test {first + 1}")
         stopped = {"timeout": f"; the run hit the {self.timeout_s:g} s limit",
                    "overflow": "; the run's output went over the limit"}.get(result.status, "")
@@ -249,18 +272,19 @@ class UnitTests:
         sent = iter(self._pool().submit_many(runnable, self.limits) if runnable else [])
         return [next(sent) if job is not None else None for job in jobs]
 
-    def explained(self, prompts: list[Any], completions: list[Any],
-                  **columns: Any) -> list[tuple[float | None, str | None]]:
+    def explained(self, prompts: list[Prompt], completions: list[Completion],
+                  **columns: object) -> list[tuple[float | None, str | None]]:
         """Each value with the first failing test (or case) and its error, or "all N passed"."""
         rows = self._plan(prompts, completions, columns)
         futures = self._submit(rows)
         return [self._score_explained(row, f.result() if f is not None else None)
                 for row, f in zip(rows, futures, strict=True)]
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def __call__(self, prompts: list[Prompt], completions: list[Completion], **columns: object) -> list[float | None]:
         return [value for value, _ in self.explained(prompts, completions, **columns)]
 
-    async def acall(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    async def acall(self, prompts: list[Prompt], completions: list[Completion],
+                    **columns: object) -> list[float | None]:
         """The same reward, awaitable: the sandbox runs while the event loop serves other rewards."""
         rows = self._plan(prompts, completions, columns)
         await asyncio.to_thread(self._pool().start)
@@ -272,8 +296,8 @@ class UnitTests:
 class AsyncUnitTests(UnitTests):
     """`UnitTests` with an async `__call__`, which TRL (>= 1.16) awaits alongside other async rewards."""
 
-    async def __call__(self, prompts: list[Any], completions: list[Any],  # type: ignore[override]
-                       **columns: Any) -> list[float | None]:
+    async def __call__(self, prompts: list[Prompt], completions: list[Completion],  # type: ignore[override]
+                       **columns: object) -> list[float | None]:
         return await self.acall(prompts, completions, **columns)
 
 
@@ -290,7 +314,7 @@ def _compile_error(code: str) -> str | None:
         return type(exc).__name__
 
 
-def _test_list(spec: Any) -> tuple[str, ...] | None:
+def _test_list(spec: object) -> tuple[str, ...] | None:
     if isinstance(spec, str):
         return (spec,)
     if isinstance(spec, (list, tuple)) and all(isinstance(t, str) for t in spec):
@@ -298,7 +322,7 @@ def _test_list(spec: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _io_cases(spec: Any) -> list[tuple[str, str]] | None:
+def _io_cases(spec: object) -> list[tuple[str, str]] | None:
     if not isinstance(spec, (list, tuple)):
         return None
     cases = []
