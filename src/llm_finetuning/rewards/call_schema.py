@@ -21,14 +21,18 @@ The options are the reward's (references/reward-functions.md, tool_call):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llm_finetuning.reward_registry import JSON_TYPES, tool_call_schema_problems
 
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
 Error = tuple[str, str]  # (json path below the checked value, e.g. ".unit" or "[0]"; message)
-Check = Callable[[Any], "Error | None"]
+Check = Callable[[object], "Error | None"]  # a compiled schema: None for a valid value, else its first error
 
 _NORMALISE = re.compile(r"[ ,./\-_*^]")
 _ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
@@ -59,7 +63,7 @@ def normalise(text: str) -> str:
     return _NORMALISE.sub("", text).lower().replace("'", '"')
 
 
-def _is_type(value: Any, name: str, strict_integers: bool) -> bool:
+def _is_type(value: object, name: str, strict_integers: bool) -> bool:
     if name == "string":
         return isinstance(value, str)
     if name == "integer":
@@ -77,7 +81,7 @@ def _is_type(value: Any, name: str, strict_integers: bool) -> bool:
     return name == "null" and value is None
 
 
-def equal(a: Any, b: Any, strings: str = "exact") -> bool:
+def equal(a: object, b: object, strings: str = "exact") -> bool:
     """jsonschema's equality (true is not 1, 1 is 1.0, lists and objects compared member by member), with
     strings compared normalised when `strings` is "normalised"."""
     if isinstance(a, str) or isinstance(b, str):
@@ -95,7 +99,7 @@ def equal(a: Any, b: Any, strings: str = "exact") -> bool:
     return bool(a == b)
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     try:
         text = repr(value)
     except RecursionError:
@@ -103,7 +107,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _enum_check(allowed: list[Any], strings: str, const: bool) -> Check:
+def _enum_check(allowed: list[object], strings: str, const: bool) -> Check:
     """Membership under `equal`: scalars by hashed lookups (strings normalised first when asked), lists and
     objects one by one."""
     norm = normalise if strings == "normalised" else None
@@ -114,9 +118,9 @@ def _enum_check(allowed: list[Any], strings: str, const: bool) -> Check:
     null = any(v is None for v in allowed)
     composite = [v for v in allowed if isinstance(v, (list, dict))]
 
-    def check(value: Any) -> Error | None:
+    def check(value: object) -> Error | None:
         kind = type(value)
-        if kind is str:
+        if isinstance(value, str):  # str subclasses too: `equal` would compare them as these strings
             if (norm(value) if norm else value) in texts:
                 return None
         elif kind is bool:
@@ -136,7 +140,7 @@ def _enum_check(allowed: list[Any], strings: str, const: bool) -> Check:
     return check
 
 
-def _needs_jsonschema(schema: Any) -> bool:
+def _needs_jsonschema(schema: object) -> bool:
     """True when `schema` (or a schema inside it) uses a validating keyword this module does not compile."""
     if not isinstance(schema, dict):
         return False
@@ -166,11 +170,34 @@ def _at(path: str, error: Error | None) -> Error | None:
     return None if error is None else (path + error[0], error[1])
 
 
-def _admits_string(schema: Any) -> bool:
+def _admits_string(schema: object) -> bool:
     if not isinstance(schema, dict):
         return schema is True
     t = schema.get("type")
     return t is None or t == "string" or (isinstance(t, list) and "string" in t)
+
+
+def _subschemas(schema: Mapping[str, object], key: str) -> dict[str, object]:
+    """The mapping under `key` (properties, patternProperties); {} when there is none (`_malformed` checked it)."""
+    value = schema.get(key, {})
+    return value if isinstance(value, dict) else {}
+
+
+def _items(schema: Mapping[str, object], key: str) -> list[object]:
+    """The list under `key` (required, allOf, prefixItems, ...); [] when there is none."""
+    value = schema.get(key, [])
+    return value if isinstance(value, list) else []
+
+
+def _number(schema: Mapping[str, object], key: str) -> int | float | None:
+    """The number under `key` (a count or a bound); None when there is none."""
+    value = schema.get(key)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _type_names(wanted: object) -> str | list[str]:
+    """A schema's `type`: one name, or a list of them."""
+    return wanted if isinstance(wanted, str) else [str(n) for n in wanted] if isinstance(wanted, list) else str(wanted)
 
 
 class _Compiler:
@@ -178,7 +205,7 @@ class _Compiler:
         self.options = options
         self.strict = options.integers == "strict"
 
-    def compile(self, schema: Any) -> Check:
+    def compile(self, schema: object) -> Check:
         if schema is True or schema == {}:
             return lambda value: None
         if schema is False:
@@ -186,16 +213,16 @@ class _Compiler:
         assert isinstance(schema, dict)
         checks: list[Check] = []
         if "type" in schema:
-            checks.append(self._type(schema["type"]))
+            checks.append(self._type(_type_names(schema["type"])))
         if "enum" in schema:
-            checks.append(_enum_check(list(schema["enum"]), self.options.strings, const=False))
+            checks.append(_enum_check(_items(schema, "enum"), self.options.strings, const=False))
         if "const" in schema:
             checks.append(_enum_check([schema["const"]], self.options.strings, const=True))
         checks += self._object(schema) + self._array(schema) + self._scalar(schema) + self._logic(schema)
         if len(checks) == 1:
             return checks[0]
 
-        def all_checks(value: Any) -> Error | None:
+        def all_checks(value: object) -> Error | None:
             for check in checks:
                 error = check(value)
                 if error is not None:
@@ -211,34 +238,34 @@ class _Compiler:
         if len(names) == 1 and names[0] in plain:
             cls = plain[names[0]]
 
-            def one(value: Any) -> Error | None:
+            def one(value: object) -> Error | None:
                 return None if type(value) is cls or isinstance(value, cls) else ("", f"{_short(value)} is not of type {shown}")
             return one
 
-        def check(value: Any) -> Error | None:
+        def check(value: object) -> Error | None:
             for name in names:
                 if _is_type(value, name, strict):
                     return None
             return "", f"{_short(value)} is not of type {shown}"
         return check
 
-    def _object(self, schema: dict[str, Any]) -> list[Check]:
+    def _object(self, schema: dict[str, object]) -> list[Check]:
         keys = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
                 "minProperties", "maxProperties")
         if not any(k in schema for k in keys):
             return []
-        props = {k: self.compile(v) for k, v in schema.get("properties", {}).items()}
-        patterns = [(re.compile(p), self.compile(v)) for p, v in schema.get("patternProperties", {}).items()]
-        required = list(schema.get("required", []))
+        props = {k: self.compile(v) for k, v in _subschemas(schema, "properties").items()}
+        patterns = [(re.compile(p), self.compile(v)) for p, v in _subschemas(schema, "patternProperties").items()]
+        required = _items(schema, "required")
         extra = schema.get("additionalProperties", True)
         extra_check = None if extra is True else self.compile(extra)
         names = self.compile(schema["propertyNames"]) if "propertyNames" in schema else None
-        low, high = schema.get("minProperties"), schema.get("maxProperties")
+        low, high = _number(schema, "minProperties"), _number(schema, "maxProperties")
         skippable = set()
         if self.options.empty_is_omitted:
-            skippable = {k for k, v in schema.get("properties", {}).items() if k not in required and _admits_string(v)}
+            skippable = {k for k, v in _subschemas(schema, "properties").items() if k not in required and _admits_string(v)}
 
-        def check(value: Any) -> Error | None:
+        def check(value: object) -> Error | None:
             if not isinstance(value, dict):
                 return None
             for name in required:
@@ -277,16 +304,16 @@ class _Compiler:
             return None
         return [check]
 
-    def _array(self, schema: dict[str, Any]) -> list[Check]:
+    def _array(self, schema: dict[str, object]) -> list[Check]:
         if not any(k in schema for k in ("items", "prefixItems", "minItems", "maxItems", "uniqueItems")):
             return []
-        prefix = [self.compile(s) for s in schema.get("prefixItems", [])]
+        prefix = [self.compile(s) for s in _items(schema, "prefixItems")]
         items = self.compile(schema["items"]) if "items" in schema else None
-        low, high = schema.get("minItems"), schema.get("maxItems")
+        low, high = _number(schema, "minItems"), _number(schema, "maxItems")
         unique = bool(schema.get("uniqueItems"))
         strings = "exact"  # uniqueness is about the values themselves, never normalised
 
-        def check(value: Any) -> Error | None:
+        def check(value: object) -> Error | None:
             if not isinstance(value, list):
                 return None
             for i, item in enumerate(value):
@@ -304,11 +331,12 @@ class _Compiler:
             return None
         return [check]
 
-    def _scalar(self, schema: dict[str, Any]) -> list[Check]:
+    def _scalar(self, schema: dict[str, object]) -> list[Check]:
         out: list[Check] = []
-        bounds = [(k, schema[k]) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in schema]
+        bounds = [(k, bound) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+                  if (bound := _number(schema, k)) is not None]
         if bounds:
-            def number(value: Any) -> Error | None:
+            def number(value: object) -> Error | None:
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     return None
                 for key, bound in bounds:
@@ -318,10 +346,11 @@ class _Compiler:
                         return "", f"{_short(value)} fails {key} {bound}"
                 return None
             out.append(number)
-        low, high = schema.get("minLength"), schema.get("maxLength")
-        pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
+        low, high = _number(schema, "minLength"), _number(schema, "maxLength")
+        source = schema.get("pattern")
+        pattern = re.compile(source) if isinstance(source, str) else None
         if low is not None or high is not None or pattern is not None:
-            def text(value: Any) -> Error | None:
+            def text(value: object) -> Error | None:
                 if not isinstance(value, str):
                     return None
                 if low is not None and len(value) < low:
@@ -334,14 +363,14 @@ class _Compiler:
             out.append(text)
         return out
 
-    def _logic(self, schema: dict[str, Any]) -> list[Check]:
+    def _logic(self, schema: dict[str, object]) -> list[Check]:
         out: list[Check] = []
-        for sub in schema.get("allOf", []):
+        for sub in _items(schema, "allOf"):
             out.append(self.compile(sub))
         if "anyOf" in schema:
-            any_of = [self.compile(s) for s in schema["anyOf"]]
+            any_of = [self.compile(s) for s in _items(schema, "anyOf")]
 
-            def any_check(value: Any) -> Error | None:
+            def any_check(value: object) -> Error | None:
                 errors = [c(value) for c in any_of]
                 if all(e is not None for e in errors):
                     first = next(e for e in errors if e is not None)
@@ -349,9 +378,9 @@ class _Compiler:
                 return None
             out.append(any_check)
         if "oneOf" in schema:
-            one_of = [self.compile(s) for s in schema["oneOf"]]
+            one_of = [self.compile(s) for s in _items(schema, "oneOf")]
 
-            def one_check(value: Any) -> Error | None:
+            def one_check(value: object) -> Error | None:
                 passed = sum(c(value) is None for c in one_of)
                 if passed == 1:
                     return None
@@ -360,13 +389,13 @@ class _Compiler:
         if "not" in schema:
             negated = self.compile(schema["not"])
 
-            def not_check(value: Any) -> Error | None:
+            def not_check(value: object) -> Error | None:
                 return ("", f"{_short(value)} should not be valid under the not schema") if negated(value) is None else None
             out.append(not_check)
         return out
 
 
-def _jsonschema_check(schema: Any, options: Options) -> Check:
+def _jsonschema_check(schema: Mapping[str, object], options: Options) -> Check:
     """The same verdicts through jsonschema, for schemas with keywords this module does not compile."""
     from jsonschema import validators
     from jsonschema.exceptions import ValidationError
@@ -374,22 +403,27 @@ def _jsonschema_check(schema: Any, options: Options) -> Check:
     base = validators.validator_for(schema, default=validators.Draft202012Validator)
     strict = options.integers == "strict"
     checker = base.TYPE_CHECKER.redefine("integer", lambda _, v: _is_type(v, "integer", strict))
-    chosen: dict[str, Any] = {}
+    chosen: dict[str, Callable[[Validator, object, object, Mapping[str, object]], Iterator[ValidationError]]] = {}
     if options.strings == "normalised":
-        def enum(validator: Any, allowed: Any, value: Any, schema: Any) -> Any:
+        def enum(validator: Validator, allowed: object, value: object,
+                 schema: Mapping[str, object]) -> Iterator[ValidationError]:
+            allowed = allowed if isinstance(allowed, list) else []  # the metaschema holds enum to a list
             if not any(equal(value, a, "normalised") for a in allowed):
                 yield ValidationError(f"{_short(value)} is not one of {_short(allowed)}")
 
-        def const(validator: Any, wanted: Any, value: Any, schema: Any) -> Any:
+        def const(validator: Validator, wanted: object, value: object,
+                  schema: Mapping[str, object]) -> Iterator[ValidationError]:
             if not equal(value, wanted, "normalised"):
                 yield ValidationError(f"{_short(wanted)} was expected")
         chosen.update(enum=enum, const=const)
     if options.empty_is_omitted:
         plain = base.VALIDATORS["properties"]
 
-        def properties(validator: Any, props: Any, value: Any, schema: Any) -> Any:
+        def properties(validator: Validator, props: object, value: object,
+                       schema: Mapping[str, object]) -> Iterator[ValidationError]:
+            props = props if isinstance(props, dict) else {}  # the metaschema holds properties to a mapping
             if isinstance(value, dict):
-                required = schema.get("required", [])
+                required = _items(schema, "required")
                 value = {k: v for k, v in value.items()
                          if not (v == "" and isinstance(v, str) and k in props and k not in required
                                  and _admits_string(props[k]))}
@@ -398,7 +432,7 @@ def _jsonschema_check(schema: Any, options: Options) -> Check:
     cls = validators.extend(base, chosen, type_checker=checker)  # type: ignore[no-untyped-call]
     validator = cls(schema)
 
-    def check(value: Any) -> Error | None:
+    def check(value: object) -> Error | None:
         errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
         if not errors:
             return None
@@ -416,7 +450,7 @@ _SCHEMA_ONES = ("items", "additionalProperties", "propertyNames", "not")
 _COUNTS = ("minProperties", "maxProperties", "minItems", "maxItems", "minLength", "maxLength")
 
 
-def _malformed(schema: Any, path: str = "") -> SchemaProblem | None:
+def _malformed(schema: object, path: str = "") -> SchemaProblem | None:
     """What keeps `schema` from being a draft 2020-12 schema, for the keywords compiled here (the rest is
     jsonschema's, which checks its schema against the metaschema). The same faults `finetune check` finds
     with the metaschema (reward_registry.tool_call_schema_problems), found in microseconds."""
@@ -470,9 +504,9 @@ def _malformed(schema: Any, path: str = "") -> SchemaProblem | None:
     return None
 
 
-def compile_schema(schema: Any, options: Options = Options()) -> Check:
+def compile_schema(schema: object, options: Options = Options()) -> Check:
     """A check for `schema`, or SchemaProblem naming the first thing that keeps it from compiling."""
-    if _needs_jsonschema(schema):
+    if isinstance(schema, dict) and _needs_jsonschema(schema):
         problems = tool_call_schema_problems([{"name": "_", "arguments": schema}])
         if problems:
             path, message, fix = problems[0]

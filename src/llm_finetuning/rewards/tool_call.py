@@ -23,13 +23,32 @@ from __future__ import annotations
 import json
 import marshal
 import re
-from collections.abc import Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Mapping
+from typing import NamedTuple, TypedDict
 
-from llm_finetuning.reward_registry import arg_defaults
+from llm_finetuning.jsonvalue import JsonValue
+from llm_finetuning.reward_registry import arg_default
+from llm_finetuning.rewards._text import Completion, Message, Prompt, column_values
 from llm_finetuning.rewards.call_schema import Check, Options, SchemaProblem, compile_schema
 
-_DEFAULTS = arg_defaults("tool_call")
+_FN = "tool_call"
+
+
+class ToolCallDefaults(TypedDict):
+    """The defaults of tool_call's args, as the registry's schema holds them (the one source of them)."""
+
+    extra_calls: str
+    strings: str
+    integers: str
+    empty_is_omitted: bool
+
+
+_DEFAULTS = ToolCallDefaults(
+    extra_calls=arg_default(_FN, "extra_calls", str),
+    strings=arg_default(_FN, "strings", str),
+    integers=arg_default(_FN, "integers", str),
+    empty_is_omitted=arg_default(_FN, "empty_is_omitted", bool),
+)
 _TEXT_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _CACHE_SIZE = 4096
 
@@ -38,21 +57,22 @@ class Call(NamedTuple):
     """One call an episode made: its name and arguments, or why it could not be read (`problem`)."""
 
     name: str
-    arguments: Any
+    arguments: object  # the parsed arguments, or what was found where they could not be read
     problem: str = ""
 
 
-def _loads(text: str) -> tuple[Any, str]:
+def _loads(text: str) -> tuple[JsonValue, str]:
     """(the JSON value, "") or (None, why it is not one)."""
     try:
-        return json.loads(text), ""
+        value: JsonValue = json.loads(text)
+        return value, ""
     except RecursionError:
         return None, "JSON nested too deeply"
     except ValueError:
         return None, "not JSON"
 
 
-def _call(name: Any, arguments: Any) -> Call:
+def _call(name: object, arguments: object) -> Call:
     if not isinstance(name, str) or not name:
         return Call("<unnamed>", arguments, "no name")
     if isinstance(arguments, str):
@@ -74,7 +94,7 @@ def _text_calls(text: str) -> Iterator[Call]:
             yield _call(obj.get("name"), obj.get("arguments"))
 
 
-def _message_calls(messages: list[Any]) -> Iterator[Call]:
+def _message_calls(messages: list[Message]) -> Iterator[Call]:
     for m in messages:
         if not isinstance(m, dict) or m.get("role", "assistant") != "assistant":
             continue
@@ -92,7 +112,7 @@ def _message_calls(messages: list[Any]) -> Iterator[Call]:
                 yield _call(fn.get("name"), fn.get("arguments"))
 
 
-def made_calls(completion: Any) -> list[Call]:
+def made_calls(completion: Completion | Message) -> list[Call]:
     """Every call an episode (messages) or a text completion made, in order."""
     if isinstance(completion, str):
         return list(_text_calls(completion))
@@ -101,7 +121,7 @@ def made_calls(completion: Any) -> list[Call]:
     return list(_message_calls(completion)) if isinstance(completion, list) else []
 
 
-def episode_calls(completion: Any) -> list[tuple[str, Any]]:
+def episode_calls(completion: Completion | Message) -> list[tuple[str, object]]:
     """(tool name, arguments) of every call an episode made, in order."""
     return [(c.name, c.arguments) for c in made_calls(completion)]
 
@@ -109,7 +129,7 @@ def episode_calls(completion: Any) -> list[tuple[str, Any]]:
 Expected = list[tuple[str, Check | None]]
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def _short(value: object, limit: int = 80) -> str:
     try:
         text = json.dumps(value, default=str)
     except (RecursionError, ValueError):
@@ -117,10 +137,12 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _fingerprint(value: Any) -> bytes | str:
+def _fingerprint(value: object) -> bytes | str:
     """A cache key for a row's expected calls: marshal's bytes (3x quicker than repr, and like repr it
     tells true, 1 and 1.0 apart); repr for what marshal refuses. Equal values may get two keys (marshal
     records shared objects), which costs a compile, never a wrong hit."""
+    if not isinstance(value, (list, dict, tuple, int, float, bytes, type(None))):
+        return repr(value)
     try:
         return marshal.dumps(value)
     except ValueError:
@@ -154,21 +176,23 @@ def _max_matching(edges: list[list[int]], n_calls: int) -> list[int]:
 class ToolCall:
     """Picklable reward: matched expected calls / max(expected, made) (or / expected), with why."""
 
-    def __init__(self, expected: list[Any] | None = None, expected_field: str | None = None,
-                 extra_calls: str = _DEFAULTS["extra_calls"], strings: str = _DEFAULTS["strings"],
-                 integers: str = _DEFAULTS["integers"], empty_is_omitted: bool = _DEFAULTS["empty_is_omitted"],
+    def __init__(self, expected: list[JsonValue] | None = None, expected_field: str | None = None,
+                 extra_calls: str = _DEFAULTS["extra_calls"],
+                 strings: str = _DEFAULTS["strings"],
+                 integers: str = _DEFAULTS["integers"],
+                 empty_is_omitted: bool = _DEFAULTS["empty_is_omitted"],
                  name: str = "tool_call") -> None:
         self.expected = expected
         self.expected_field = expected_field
         self.extra_calls = extra_calls
         self.options = Options(strings=strings, integers=integers, empty_is_omitted=empty_is_omitted)
         self.__name__ = name
-        self._cache: dict[Any, Expected | str] = {}
+        self._cache: dict[bytes | str, Expected | str] = {}
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_cache": {}}
 
-    def expected_items(self, value: Any) -> Expected | str:
+    def expected_items(self, value: object) -> Expected | str:
         """(name, compiled argument check or None) for each expected call, or why `value` cannot be one."""
         try:
             key = value if isinstance(value, str) else _fingerprint(value)
@@ -182,7 +206,7 @@ class ToolCall:
             self._cache[key] = cached
         return cached
 
-    def _compile(self, value: Any) -> Expected | str:
+    def _compile(self, value: object) -> Expected | str:
         if isinstance(value, str):
             parsed, problem = _loads(value)
             value = [value] if problem == "not JSON" else parsed
@@ -206,7 +230,7 @@ class ToolCall:
                 return "the expected calls are not a list of names or {name, arguments}: not scored"
         return items
 
-    def score_explained(self, completion: Any, expected: Expected) -> tuple[float | None, str]:
+    def score_explained(self, completion: Completion, expected: Expected) -> tuple[float | None, str]:
         """(the value for one episode, why: what matched, calls beyond the expected ones, the first error)."""
         if not expected:
             return None, "the row expects no tool call: not scored"
@@ -224,7 +248,7 @@ class ToolCall:
         detail = problems[:1] or ([first_error] if first_error and matched < len(expected) else [])
         return matched / denominator, why + (f"; {detail[0]}" if detail else "")
 
-    def score(self, completion: Any, expected: Expected) -> float | None:
+    def score(self, completion: Completion, expected: Expected) -> float | None:
         """The value alone (what training reads), without building the explanation."""
         if not expected:
             return None
@@ -232,14 +256,14 @@ class ToolCall:
         matched = len(calls) - _max_matching(_edges(expected, calls, explain=False)[0], len(calls)).count(-1)
         return matched / (len(expected) if self.extra_calls == "ignore" else max(len(expected), len(calls)))
 
-    def _score(self, completions: list[Any], columns: dict[str, Any],
+    def _score(self, completions: list[Completion], columns: Mapping[str, object],
                explain: bool = True) -> list[tuple[float | None, str | None]]:
         if self.expected_field is not None and self.expected_field not in columns:
             raise KeyError(f"{self.__name__}: no column {self.expected_field!r} in the data; set "
                            "args.expected_field to the column holding each row's expected tool calls")
         out: list[tuple[float | None, str | None]] = []
         for i, completion in enumerate(completions):
-            raw = self.expected if self.expected is not None else columns[str(self.expected_field)][i]
+            raw = self.expected if self.expected is not None else column_values(columns, str(self.expected_field))[i]
             items = self.expected_items(raw)
             if isinstance(items, str):
                 out.append((None, items))
@@ -250,11 +274,11 @@ class ToolCall:
                 out.append((0.0, "the completion is nested too deeply to read: 0"))
         return out
 
-    def __call__(self, prompts: list[Any], completions: list[Any], **columns: Any) -> list[float | None]:
+    def __call__(self, prompts: list[Prompt], completions: list[Completion], **columns: object) -> list[float | None]:
         return [value for value, _ in self._score(completions, columns, explain=False)]
 
-    def explained(self, prompts: list[Any], completions: list[Any],
-                  **columns: Any) -> list[tuple[float | None, str | None]]:
+    def explained(self, prompts: list[Prompt], completions: list[Completion],
+                  **columns: object) -> list[tuple[float | None, str | None]]:
         """Each value with why: the expected calls matched, the calls made, extra calls, the first error."""
         return self._score(completions, columns)
 
