@@ -34,9 +34,20 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-BFCL_ARGS: dict[str, Any] = {"strings": "normalised", "integers": "strict", "empty_is_omitted": True}
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
+
+
+class ToolCallArgs(TypedDict):
+    """The `tool_call` args that compare as BFCL's checker does."""
+
+    strings: str
+    integers: str
+    empty_is_omitted: bool
+
+
+BFCL_ARGS: ToolCallArgs = {"strings": "normalised", "integers": "strict", "empty_is_omitted": True}
 
 _TYPES = {"string": "string", "any": "string", "integer": "integer", "float": "number", "boolean": "boolean",
           "array": "array", "tuple": "array", "dict": "object"}
@@ -44,7 +55,7 @@ _PYTHON = {"string": str, "any": str, "integer": int, "float": float, "boolean":
            "tuple": list, "dict": dict}
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: JsonValue) -> str:
     if isinstance(value, bool):
         return "boolean"
     return {int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "null")
@@ -54,20 +65,35 @@ def _exact(strings: list[str]) -> str:
     return "^(?:" + "|".join(re.escape(s) for s in strings) + ")$"
 
 
-def _dict_schema(answer: dict[str, list[Any]]) -> dict[str, Any]:
+def _object(value: JsonValue, what: str) -> JsonObject:
+    """`value`, a JSON object, or ValueError naming `what` (an entry that is not in BFCL's format)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} is {type(value).__name__}, not a JSON object")
+    return value
+
+
+def _list(value: JsonValue, what: str) -> list[JsonValue]:
+    if not isinstance(value, list):
+        raise ValueError(f"{what} is {type(value).__name__}, not a list")
+    return value
+
+
+def _dict_schema(answer: JsonValue) -> JsonObject:
     """One acceptable object: BFCL compares its values without types, `""` marking a key that may be left
     out (or given as "")."""
+    values = {k: _list(vals, f"the acceptable values of {k!r}") for k, vals in _object(answer, "an answer").items()}
     return {"type": "object", "additionalProperties": False,
             "properties": {k: {"enum": [v for v in vals if v != ""] + ([""] if "" in vals else [])}
-                           for k, vals in answer.items()},
-            "required": [k for k, vals in answer.items() if "" not in vals]}
+                           for k, vals in values.items()},
+            "required": [k for k, vals in values.items() if "" not in vals]}
 
 
-def _any_of(schemas: list[dict[str, Any]]) -> dict[str, Any]:
-    return schemas[0] if len(schemas) == 1 else {"anyOf": schemas}
+def _any_of(schemas: list[JsonValue]) -> JsonObject:
+    first = schemas[0]
+    return first if len(schemas) == 1 and isinstance(first, dict) else {"anyOf": schemas}
 
 
-def argument_schema(doc: dict[str, Any] | None, values: list[Any], required: bool) -> dict[str, Any] | bool:
+def argument_schema(doc: JsonObject | None, values: list[JsonValue], required: bool) -> JsonObject | bool:
     """The JSON Schema of one argument: its documentation `doc`, BFCL's acceptable `values`, and whether
     the function requires it."""
     if doc is None:
@@ -77,63 +103,79 @@ def argument_schema(doc: dict[str, Any] | None, values: list[Any], required: boo
         raise ValueError(f"BFCL type {kind!r} is not one of {', '.join(_TYPES)}")
     given = [v for v in values if v != ""]
     optional = "" in values
-    empty = [""] if optional and required else []  # required, yet "" listed: "" is a value then
+    empty: list[JsonValue] = [""] if optional and required else []  # required, yet "" listed: "" is a value then
     if given and type(given[0]) is not _PYTHON[kind]:
-        types = sorted({_TYPES[kind], _json_type(given[0])})
-        schema: dict[str, Any] = {"type": types, "enum": given + empty}
+        types: list[JsonValue] = [*sorted({_TYPES[kind], _json_type(given[0])})]
+        schema: JsonObject = {"type": types, "enum": given + empty}
         strings = [v for v in given + empty if isinstance(v, str)]
         if strings:
             schema["pattern"] = _exact(strings)
         return schema
-    base: dict[str, Any] = {"type": _TYPES[kind]}
+    base: JsonObject = {"type": _TYPES[kind]}
     if kind in ("array", "tuple"):
-        item_kind = str(doc.get("items", {}).get("type", "any"))
+        items = doc.get("items", {})
+        item_kind = str(_object(items, "an array's items").get("type", "any"))
         # BFCL also takes an item of the type its acceptable list starts with (a list of lists, mostly)
         firsts = {_json_type(answer[0]) for answer in given if isinstance(answer, list) and answer and answer[0] != ""}
-        item_types = sorted({_TYPES.get(item_kind, "string")} | firsts)
+        item_types: list[JsonValue] = [*sorted({_TYPES.get(item_kind, "string")} | firsts)]
         base["items"] = {"type": item_types[0] if len(item_types) == 1 else item_types}
         if item_kind == "dict":
-            choices = [{"prefixItems": [_dict_schema(d) for d in answer], "minItems": len(answer),
-                        "maxItems": len(answer)} if answer else {"maxItems": 0} for answer in given]
+            choices: list[JsonValue] = [
+                {"prefixItems": [_dict_schema(d) for d in answer], "minItems": len(answer), "maxItems": len(answer)}
+                if answer else {"maxItems": 0} for answer in (_list(a, "an acceptable list") for a in given)]
             choices += [{"maxItems": 0}] if optional else []
             return {**base, **_any_of(choices)} if choices else {**base, "enum": []}
         return {**base, "enum": given + ([[]] if optional else [])}
     if kind == "dict":
-        choices = [_dict_schema(d) for d in given if isinstance(d, dict)]
-        return {**base, **_any_of(choices)} if choices else {**base, "enum": []}
+        objects: list[JsonValue] = [_dict_schema(d) for d in given if isinstance(d, dict)]
+        return {**base, **_any_of(objects)} if objects else {**base, "enum": []}
     if not given and kind in ("string", "any"):
         return {**base, "enum": [""]}  # only "" listed: BFCL accepts an empty string, after normalising
     return {**base, "enum": given + empty}
 
 
-def expected_calls(functions: list[dict[str, Any]], ground_truth: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def expected_calls(functions: list[JsonObject], ground_truth: list[JsonObject]) -> list[JsonValue]:
     """An entry's possible answer (`ground_truth`: one `{name: {argument: [acceptable values]}}` per
     expected call) as `tool_call`'s expected calls."""
-    docs = {f["name"]: f for f in functions}
-    out = []
+    docs = {str(f["name"]): f for f in functions}
+    out: list[JsonValue] = []
     for call in ground_truth:
         for name, answers in call.items():
-            params = docs[name].get("parameters", {})
-            documented, doc_required = params.get("properties", {}), list(params.get("required", []))
-            properties = {p: argument_schema(documented.get(p), list(vals), p in doc_required)
-                          for p, vals in answers.items()}
-            required = doc_required + [p for p, vals in answers.items() if "" not in vals and p not in doc_required]
+            params = _object(docs[name].get("parameters", {}), f"{name}'s parameters")
+            documented = _object(params.get("properties", {}), f"{name}'s properties")
+            doc_required: list[JsonValue] = list(_list(params.get("required", []), f"{name}'s required"))
+            acceptable = {p: _list(vals, f"the acceptable values of {name}.{p}")
+                          for p, vals in _object(answers, f"the answer for {name}").items()}
+            properties: JsonObject = {
+                p: argument_schema(_documented(documented.get(p), f"{name}.{p}"), list(vals), p in doc_required)
+                for p, vals in acceptable.items()}
+            required = doc_required + [p for p, vals in acceptable.items() if "" not in vals and p not in doc_required]
             out.append({"name": name, "arguments": {"type": "object", "properties": properties,
                                                     "required": required, "additionalProperties": False}})
     return out
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+def _documented(doc: JsonValue, what: str) -> JsonObject | None:
+    return None if doc is None else _object(doc, f"the documentation of {what}")
 
 
-def rows(questions: list[dict[str, Any]], answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _objects(value: JsonValue, what: str) -> list[JsonObject]:
+    return [_object(v, what) for v in _list(value, what)]
+
+
+def _lines(path: Path) -> list[JsonObject]:
+    return [_object(json.loads(line), f"a line of {path}")
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def rows(questions: list[JsonObject], answers: list[JsonObject]) -> list[JsonObject]:
     """One `tool_call` row per entry that has a possible answer. `functions` and `expected_calls` are JSON
     strings: they stay exactly as written through any data format, and the reward caches its compiled
     schemas by the string."""
     by_id = {a["id"]: a["ground_truth"] for a in answers}
-    return [{"id": q["id"], "prompt": q["question"][0], "functions": json.dumps(q["function"]),
-             "expected_calls": json.dumps(expected_calls(q["function"], by_id[q["id"]]))}
+    return [{"id": q["id"], "prompt": _list(q["question"], "a question")[0], "functions": json.dumps(q["function"]),
+             "expected_calls": json.dumps(expected_calls(_objects(q["function"], "a function"),
+                                                         _objects(by_id[q["id"]], "a ground truth")))}
             for q in questions if q["id"] in by_id]
 
 
