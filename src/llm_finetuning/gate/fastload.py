@@ -89,9 +89,11 @@ def _cached_brief(path: Path) -> Brief | None:
         data = path.read_bytes()
         text = data.decode("utf-8")
         entry = _entry(path, data).read()
-        raw, defaulted = entry["raw"], entry["data"]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+    except (OSError, UnicodeDecodeError):
         return None
+    if entry is None:
+        return None
+    raw, defaulted = entry.get("raw"), entry.get("data")
     if not isinstance(raw, dict) or not isinstance(defaulted, dict) or entry.get("key") != _cache_key(path, text, raw):
         return None
     return Brief.of(path, raw, sha256_bytes(data), text, defaulted=defaulted)
