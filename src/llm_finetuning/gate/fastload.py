@@ -21,10 +21,13 @@ from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import sha256_bytes
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
-# The code `check_brief` runs: the whole brief package with its schema, the reward registry and models.
+# The code `check_brief` runs: the whole brief package with its schema, the reward registry, models, and the
+# foundation modules they import.
 CODE_FILES = (*sorted(p.relative_to(PACKAGE_DIR).as_posix() for p in (PACKAGE_DIR / "brief").glob("*")
                       if p.suffix in (".py", ".json")),
-              "reward_registry.py", "models.py")
+              "reward_registry.py", "models.py",
+              # what those import from the package: a changed Problem, file reader or cache is a changed check
+              "errors.py", "fileio.py", "integrity.py", "jsonvalue.py", "cache.py")
 
 
 def _stat(p: Path) -> str:
