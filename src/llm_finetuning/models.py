@@ -35,7 +35,11 @@ from llm_finetuning.fileio import folder_swap, sha256_bytes, sha256_file
 from llm_finetuning.jsonvalue import JsonObject
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedTokenizerBase
+
+    # transformers types `AutoModelForCausalLM.from_pretrained`'s result as this class (PreTrainedModel with
+    # GenerationMixin), which it defines for type checkers only; checked against transformers 5.24.
+    from transformers.models.auto.modeling_auto import _BaseModelWithGenerate as CausalLM
 
 EMBEDDED_ID = "embedded:smollm2-135m-instruct"
 EMBEDDED_PREFIX = "embedded:"
@@ -436,7 +440,7 @@ def load_tokenizer(resolved: ResolvedModel) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
-def load_model(resolved: ResolvedModel, dtype: str = "bfloat16", device: str | None = None) -> PreTrainedModel:
+def load_model(resolved: ResolvedModel, dtype: str = "bfloat16", device: str | None = None) -> CausalLM:
     """The causal LM in `dtype` on `device` (default: CUDA when present, else CPU), in eval mode."""
     require_reachable(resolved)
     import torch
