@@ -29,8 +29,6 @@ class ChatMessage(_Turn, total=False):
     name: JsonValue
 
 
-Message = ChatMessage
-
 
 class EpisodeEnvironment(TypedDict):
     """An episode's environment: its class name and what its `get_reward()` returned (None: nothing)."""
@@ -105,7 +103,7 @@ class Backend(Protocol):
         """What ran (backend, device, served model ...), recorded next to the results."""
         ...
 
-    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+    def generate(self, conversations: list[list[ChatMessage]], settings: SamplingSettings,
                  progress: SamplingProgress) -> list[list[Completion]]:
         """k completions for every conversation, in order."""
         ...

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.jsonvalue import JsonObject, JsonValue
-from llm_finetuning.sampling.backend import Completion, Message, SamplingSettings
+from llm_finetuning.sampling.backend import ChatMessage, Completion, SamplingSettings
 from llm_finetuning.sampling.progress import SamplingProgress
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class EndpointBackend:
             raise UnusableInput(f"endpoint {self.url}/v1/models lists no model", START_FIX, "--endpoint")
         return str(first["id"])
 
-    def _sample_one(self, index: int, messages: list[Message], settings: SamplingSettings) -> list[Completion]:
+    def _sample_one(self, index: int, messages: list[ChatMessage], settings: SamplingSettings) -> list[Completion]:
         group: list[Completion] = []
         attempt = 0
         while len(group) < settings.k:
@@ -119,7 +119,7 @@ class EndpointBackend:
             attempt += 1
         return group
 
-    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+    def generate(self, conversations: list[list[ChatMessage]], settings: SamplingSettings,
                  progress: SamplingProgress) -> list[list[Completion]]:
         results: list[list[Completion]] = [[] for _ in conversations]
         with ThreadPoolExecutor(max_workers=min(CONCURRENCY, max(1, len(conversations)))) as pool:

@@ -52,6 +52,7 @@ class Environment(Protocol):
 
     def reset(self, **row: object) -> object: ...
 
+
 # One generated turn: (new token ids up to and including EOS, whether it ended on EOS).
 Generate = Callable[[list[list[int]], int], list[tuple[list[int], bool]]]
 
@@ -254,8 +255,9 @@ class Episode:
 
     def to_json(self) -> EpisodeRecord:
         out: EpisodeRecord = {"messages": self.messages, "turns": self.turns, "tool_calls": self.tool_calls,
-               "tool_failures": self.tool_failures, "cut_at_limit": self.cut_at_limit,
-               "model_tokens": self.model_tokens, "tool_tokens": len(self.tool_mask) - self.model_tokens}
+                              "tool_failures": self.tool_failures, "cut_at_limit": self.cut_at_limit,
+                              "model_tokens": self.model_tokens,
+                              "tool_tokens": len(self.tool_mask) - self.model_tokens}
         if self.environment is not None:
             out["environment"] = {"name": self.environment, "reward": self.environment_reward}
         return out
@@ -309,9 +311,10 @@ def tool_suffix_ids(tokenizer: PreTrainedTokenizerBase, tool_messages: list[Json
                     kwargs: Mapping[str, JsonValue]) -> list[int]:
     """The token ids the template puts between the model's turn and its next one for these tool results,
     computed as TRL's `_get_tool_suffix_ids` does (a dummy conversation with and without them)."""
-    dummy: list[JsonObject] = [{"role": "user", "content": "dummy"},
-             {"role": "assistant", "content": "",
-              "tool_calls": [{"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}]}]
+    dummy: list[JsonObject] = [
+        {"role": "user", "content": "dummy"},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}]}]
     prefix = _template_ids(tokenizer, dummy, kwargs, add_generation_prompt=False)
     full = _template_ids(tokenizer, dummy + tool_messages, kwargs, add_generation_prompt=True)
     eos = [i for i, t in enumerate(prefix) if t == tokenizer.eos_token_id]
@@ -329,13 +332,17 @@ def _parse(tokenizer: PreTrainedTokenizerBase, ids: list[int], prefix: list[int]
     return dict(parse_response(tokenizer, ids, prefix=prefix, tools=[*tools]))
 
 
+# An episode under way: its record, its environment instance (None for standalone tools), the tools it may call.
+LiveEpisode = tuple[Episode, Environment | None, list[Tool]]
+
+
 def run_episodes(tokenizer: PreTrainedTokenizerBase, generate: Generate, prompts: Sequence[Sequence[ChatMessage]],
                  rows: Sequence[Mapping[str, object]], toolbox: Toolbox, *, k: int, max_turns: int,
                  max_completion_length: int,
                  chat_template_kwargs: Mapping[str, JsonValue] | None = None) -> list[list[Episode]]:
     """k episodes per prompt, in order (see the module docstring for the loop)."""
     kwargs = dict(chat_template_kwargs or {})
-    live: list[tuple[Episode, Environment | None, list[Tool]]] = []
+    live: list[LiveEpisode] = []
     prompt_ids: list[list[int]] = []
     for messages, row in zip(prompts, rows, strict=True):
         for _ in range(k):
@@ -353,7 +360,7 @@ def run_episodes(tokenizer: PreTrainedTokenizerBase, generate: Generate, prompts
             live.append((episode, env, tools))
             prompt_ids.append(ids)
     first = generate(prompt_ids, max_completion_length)
-    pending: list[tuple[Episode, Environment | None, list[Tool]]] = []
+    pending: list[LiveEpisode] = []
     for (episode, env, tools), (ids, ended) in zip(live, first, strict=True):
         episode.completion_ids, episode.tool_mask, episode.truncated = list(ids), [1] * len(ids), not ended
         parsed: JsonObject = (_parse(tokenizer, ids, episode._prompt_ids, tools) if ids
@@ -363,7 +370,7 @@ def run_episodes(tokenizer: PreTrainedTokenizerBase, generate: Generate, prompts
             pending.append((episode, env, tools))
     rounds = 0
     while pending and rounds < max_turns:
-        batch: list[tuple[Episode, Environment | None, list[Tool]]] = []
+        batch: list[LiveEpisode] = []
         batch_ids: list[list[int]] = []
         for episode, env, tools in pending:
             results, failures = call_tools(episode.messages[-1].get("tool_calls"), {t.__name__: t for t in tools})

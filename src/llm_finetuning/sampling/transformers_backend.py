@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from llm_finetuning.cputhreads import size_torch_threads
 from llm_finetuning.jsonvalue import JsonValue
-from llm_finetuning.sampling.backend import Completion, Message, SamplingSettings
+from llm_finetuning.sampling.backend import ChatMessage, Completion, SamplingSettings
 from llm_finetuning.sampling.chat import eos_token_ids, render_prompt
 from llm_finetuning.sampling.progress import SamplingProgress
 
@@ -79,7 +79,7 @@ class TransformersBackend:
                 "batch_sequences": self.batch_sequences,
                 **({"cpu_threads": torch.get_num_threads()} if self.device == "cpu" else {})}
 
-    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+    def generate(self, conversations: list[list[ChatMessage]], settings: SamplingSettings,
                  progress: SamplingProgress) -> list[list[Completion]]:
         import torch
 

@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from llm_finetuning.jsonvalue import JsonValue
-from llm_finetuning.sampling.backend import Completion, Message, SamplingSettings
+from llm_finetuning.sampling.backend import ChatMessage, Completion, SamplingSettings
 from llm_finetuning.sampling.chat import render_prompt
 from llm_finetuning.sampling.progress import SamplingProgress
 
@@ -71,7 +71,7 @@ class VllmBackend:
 
         return {"backend": self.name, "device": "cuda", "dtype": self.dtype, "vllm_version": vllm.__version__}
 
-    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+    def generate(self, conversations: list[list[ChatMessage]], settings: SamplingSettings,
                  progress: SamplingProgress) -> list[list[Completion]]:
         from vllm import SamplingParams
 
