@@ -17,10 +17,19 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias, Union
 
 from llm_finetuning.fileio import atomic_write_json
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
+
+CacheKey: TypeAlias = Union[str, int, float, bool, None, "Sequence[CacheKey]", "Mapping[str, CacheKey]"]
+"""What an entry depends on, as JSON: stats of files (`fileio.stat_key`), digests, versions. Compared as the JSON
+it is written as, so a tuple and the list read back are one key."""
+KeyOf: TypeAlias = Callable[[JsonValue], CacheKey]
+"""A key computed from the stored value (an entry that lists the files it depends on is current while their
+stats, taken now, are its key)."""
 
 ENV = "LLM_FINETUNING_CACHE"
 FALLBACK_NAME = "llm-finetuning-cache"
@@ -69,13 +78,15 @@ class CacheFile:
     def path(self) -> Path:
         return cache_root() / self.name
 
-    def read(self) -> Any:
+    def read(self) -> JsonObject | None:
+        """The file's JSON object; None when absent, unreadable, or not an object."""
         try:
-            return json.loads(self.path.read_text(encoding="utf-8"))
+            value = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        return value if isinstance(value, dict) else None
 
-    def write(self, value: Any) -> None:
+    def write(self, value: object) -> None:
         with contextlib.suppress(OSError, TypeError, ValueError):  # a cache that cannot be written only costs time
             atomic_write_json(self.path, value)
 
@@ -86,11 +97,10 @@ class KeyedEntries:
     def __init__(self, name: str) -> None:
         self.file = CacheFile(name)
 
-    def _entries(self) -> dict[str, Any]:
-        entries = self.file.read()
-        return entries if isinstance(entries, dict) else {}
+    def _entries(self) -> JsonObject:
+        return self.file.read() or {}
 
-    def get(self, name: str, key: Any) -> Any:
+    def get(self, name: str, key: CacheKey | KeyOf) -> JsonValue:
         """The value stored under `name` with this `key`, else None. `key` may be a function of the stored value
         (an entry that lists the files it depends on is current while their stats, taken now, are its key)."""
         hit = self._entries().get(name)
@@ -100,9 +110,19 @@ class KeyedEntries:
             want = key(hit.get("value")) if callable(key) else key
         except (TypeError, ValueError, OSError):
             return None
-        return hit.get("value") if hit["key"] == want else None
+        return hit.get("value") if hit["key"] == _as_json(want) else None
 
-    def put(self, name: str, key: Any, value: Any) -> None:
-        entries = self._entries()
-        entries[name] = {"key": key, "value": value}
+    def put(self, name: str, key: CacheKey, value: object) -> None:
+        """Store `value` (anything `json.dumps` writes) under `name` with `key`."""
+        entries: dict[str, object] = dict(self._entries())
+        entries[name] = {"key": _as_json(key), "value": value}
         self.file.write(entries)
+
+
+def _as_json(key: CacheKey) -> JsonValue:
+    """`key` as it reads back from the cache file: sequences as lists, mappings as dicts."""
+    if isinstance(key, (str, int, float, bool)) or key is None:
+        return key
+    if isinstance(key, Mapping):
+        return {str(k): _as_json(v) for k, v in key.items()}
+    return [_as_json(v) for v in key]

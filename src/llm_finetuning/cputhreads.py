@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from types import ModuleType
 
 ENV = "LLM_FINETUNING_CPU_THREADS"
 
@@ -29,9 +29,9 @@ def cpu_threads(default: int, load: float | None = None, cores: int | None = Non
     return max(1, min(default, int(idle + 0.5)))
 
 
-def size_torch_threads(torch: Any, what: str) -> int:
+def size_torch_threads(torch: ModuleType, what: str) -> int:
     """Set torch's intra-op threads for CPU work by `cpu_threads`, say so on stderr, and return the number."""
-    default = torch.get_num_threads()
+    default = int(torch.get_num_threads())
     threads = cpu_threads(default)
     torch.set_num_threads(threads)
     why = "$" + ENV if os.environ.get(ENV, "").isdigit() else f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"

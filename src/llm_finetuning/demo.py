@@ -24,6 +24,7 @@ import yaml
 
 from llm_finetuning.cache import cache_root
 from llm_finetuning.errors import Severity
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.locations import isolated_python
 from llm_finetuning.rundir import DIAGNOSIS, EVAL_JSON
 
@@ -68,7 +69,7 @@ class DemoSummary:
     stages: list[Stage] = field(default_factory=list)
     minutes: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "work_dir": str(self.work_dir), "run_dir": str(self.run_dir), "eval_prompts": self.eval_prompts,
             "k": self.k, "pass_at_1_before": self.pass_before, "pass_at_1_after": self.pass_after,
@@ -93,26 +94,34 @@ def _finetune(*args: str, expect: tuple[int, ...] = (0,), quiet: bool = False) -
     return proc.returncode
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> JsonValue:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        value: JsonValue = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return value
 
 
-def diagnosis_note(record: Any) -> str:
+def _because(finding: JsonObject) -> JsonValue:
+    """What an `info` finding's evidence says happened."""
+    evidence = finding.get("evidence")
+    evidence = evidence if isinstance(evidence, dict) else {}
+    return evidence.get("because") or evidence.get("message", "")
+
+
+def diagnosis_note(record: JsonValue) -> str:
     """What the demo says about `finetune diagnose`'s verdict (RUN_DIR/diagnosis.json): healthy, what an `info`
     finding means (entropy falling as the policy converges is not the collapse the variant table is for), or
     which failure modes were found."""
-    if not isinstance(record, dict) or not isinstance(record.get("findings"), list):
+    listed = record.get("findings") if isinstance(record, dict) else None
+    if not isinstance(listed, list):
         return "no diagnosis.json (see the report above)"
-    findings = [f for f in record["findings"] if isinstance(f, dict)]
+    findings = [f for f in listed if isinstance(f, dict)]
     failing = [f for f in findings if f.get("severity") != Severity.INFO]
     problems = [f"{f.get('id')} ({f.get('severity')})" for f in failing if f.get("kind", "training") == "training"]
     task = [str(f.get("id")) for f in failing if f.get("kind") == "task"]
     infos = [f for f in findings if f.get("severity") == Severity.INFO]
-    notes = [f"{f.get('id')}: {f.get('evidence', {}).get('because') or f.get('evidence', {}).get('message', '')}"
-             for f in infos]
+    notes = [f"{f.get('id')}: {_because(f)}" for f in infos]
     if any(f.get("id") == "converged" for f in infos):
         notes.append("entropy fell because the policy settled on answers that score: convergence, not entropy collapse")
     if task:

@@ -10,10 +10,12 @@ CLI alone turns them into exit codes. No module here imports the ML stack.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+
+from llm_finetuning.jsonvalue import JsonObject
 
 # Exit codes shared by every verb (docs/workflow.md, "The CLI").
 EXIT_OK = 0
@@ -72,11 +74,20 @@ class Problem:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Problem:
+    def from_json(cls, data: JsonObject) -> Problem:
         """A Problem from its `to_json` form (another process's output), its severity a Severity again;
         TypeError, KeyError or ValueError when the object is not one."""
-        return cls(data["id"], data["path"], data["message"], data.get("fix", ""),
+        return cls(_text(data, "id"), _text(data, "path"), _text(data, "message"), _text(data, "fix", ""),
                    Severity(data.get("severity", Severity.ERROR)))
+
+
+def _text(data: JsonObject, key: str, default: str | None = None) -> str:
+    """The string at `key` (`default` when absent and one is given): KeyError when missing, TypeError when not
+    a string."""
+    value = data[key] if default is None else data.get(key, default)
+    if not isinstance(value, str):
+        raise TypeError(f"{key} is {type(value).__name__}, not a string")
+    return value
 
 
 class ProblemError(Exception):
@@ -136,7 +147,7 @@ def sort_problems(problems: list[Problem]) -> list[Problem]:
     return sorted(set(problems), key=lambda p: (p.path, p.message, p.id))
 
 
-def problems_json(problems: list[Problem], **extra: Any) -> dict[str, Any]:
+def problems_json(problems: list[Problem], **extra: object) -> dict[str, object]:
     """The one JSON error shape: `{"ok", "problems": [{"id", "path", "message", "fix", "severity"}], ...}`;
     `ok` is false when any problem is an error. `extra` adds a verb's own keys after these two."""
     return {"ok": not any(p.severity == Severity.ERROR for p in problems),
@@ -144,7 +155,7 @@ def problems_json(problems: list[Problem], **extra: Any) -> dict[str, Any]:
 
 
 def render_problems(problems: list[Problem], as_json: bool = False, header: str = "",
-                    extra: dict[str, Any] | None = None) -> str:
+                    extra: Mapping[str, object] | None = None) -> str:
     """The one renderer of problems, in the order given: human (`header`, then one line each) or the JSON
     error shape (`extra`: the verb's own keys)."""
     if as_json:
@@ -154,7 +165,7 @@ def render_problems(problems: list[Problem], as_json: bool = False, header: str 
     return "\n".join(lines)
 
 
-def short_repr(value: Any, limit: int = 60) -> str:
+def short_repr(value: object, limit: int = 60) -> str:
     """A value as it would appear in YAML, cut to `limit` characters for messages."""
     text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

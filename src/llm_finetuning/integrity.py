@@ -13,7 +13,10 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
+
+if TYPE_CHECKING:  # the guard imports no module of the package at run time
+    from llm_finetuning.jsonvalue import JsonObject, JsonValue
 
 _CHUNK = 1 << 20
 MANIFEST = "manifest.json"
@@ -28,7 +31,7 @@ RECORD_WRITERS = frozenset({
 })
 REGISTERED: dict[str, str] = {}  # name -> module, filled as the decorated functions are defined
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 def writes_records(fn: F) -> F:
@@ -65,7 +68,7 @@ class Mismatch(NamedTuple):  # a NamedTuple: dataclasses costs the guard ~10 ms 
     path: Path
 
 
-def manifest_fields(manifest: Any) -> tuple[dict[str, str], str, str, dict[str, Any], str] | None:
+def manifest_fields(manifest: JsonValue) -> tuple[dict[str, str], str, str, JsonObject, str] | None:
     """(files, brief path, brief sha256, records, gate fingerprint) of a parsed manifest.json; None when it is
     not one `finetune render` wrote."""
     if not isinstance(manifest, dict):
@@ -80,13 +83,14 @@ def manifest_fields(manifest: Any) -> tuple[dict[str, str], str, str, dict[str, 
     return {str(k): str(v) for k, v in files.items()}, path, digest, records, fingerprint
 
 
-def read_manifest_json(run_dir: Path) -> Any:
+def read_manifest_json(run_dir: Path) -> JsonValue:
     """RUN_DIR/manifest.json parsed (OSError or ValueError when it cannot be read)."""
-    return json.loads((Path(run_dir) / MANIFEST).read_text(encoding="utf-8"))
+    value: JsonValue = json.loads((Path(run_dir) / MANIFEST).read_text(encoding="utf-8"))
+    return value
 
 
 def manifest_mismatches(run_dir: Path, files: dict[str, str], brief_path: str, brief_sha256: str,
-                        records: dict[str, Any]) -> list[Mismatch]:
+                        records: JsonObject) -> list[Mismatch]:
     """Every rendered file, the brief and each record whose sha256 is no longer the one written at render time."""
     run_dir = Path(run_dir)
     out = []

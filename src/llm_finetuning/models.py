@@ -26,12 +26,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlparse
 
 from llm_finetuning.cache import KeyedEntries, cache_root
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import folder_swap, sha256_bytes, sha256_file
+from llm_finetuning.jsonvalue import JsonObject
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    # transformers types `AutoModelForCausalLM.from_pretrained`'s result as this class (PreTrainedModel with
+    # GenerationMixin), which it defines for type checkers only; checked against transformers 5.24.
+    from transformers.models.auto.modeling_auto import _BaseModelWithGenerate as CausalLM
 
 EMBEDDED_ID = "embedded:smollm2-135m-instruct"
 EMBEDDED_PREFIX = "embedded:"
@@ -132,7 +140,7 @@ def model_is_local(model_id: str, folder: Path | None) -> bool:
         return False
 
 
-def config_experts(config: dict[str, Any]) -> int:
+def config_experts(config: JsonObject) -> int:
     """Routed experts per layer that a transformers config.json names (0 for a dense model, one expert included)."""
     for section in (config, config.get("text_config")):
         if not isinstance(section, dict):
@@ -144,12 +152,14 @@ def config_experts(config: dict[str, Any]) -> int:
     return 0
 
 
-def is_moe(config: dict[str, Any]) -> bool:
+def is_moe(config: JsonObject) -> bool:
     """True when a transformers config.json describes a mixture-of-experts model: more than one routed expert,
     or a model type or architecture that names one (`mixtral`, `qwen3_moe`, `Qwen3MoeForCausalLM`)."""
     if config_experts(config) > 1:
         return True
-    names = [str(config.get("model_type", ""))] + [str(a) for a in config.get("architectures") or []]
+    architectures = config.get("architectures")
+    listed = architectures if isinstance(architectures, list) else []
+    names = [str(config.get("model_type", ""))] + [str(a) for a in listed]
     return any("moe" in n.lower() or "mixtral" in n.lower() for n in names)
 
 
@@ -306,7 +316,7 @@ def dequantise_gguf(source: str, gguf_file: str, out: Path, revision: str | None
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    kwargs: dict[str, Any] = {"gguf_file": gguf_file}
+    kwargs: dict[str, str] = {"gguf_file": gguf_file}
     if revision:
         kwargs["revision"] = revision
     tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
@@ -396,8 +406,8 @@ def unreachable_model(model_id: str, gguf_file: str | None = None) -> Problem | 
 
 # --- loading (heavy) ------------------------------------------------------------------------------
 
-def _pretrained_kwargs(resolved: ResolvedModel) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {}
+def _pretrained_kwargs(resolved: ResolvedModel) -> dict[str, str]:
+    kwargs: dict[str, str] = {}
     if resolved.gguf_file:
         kwargs["gguf_file"] = resolved.gguf_file
     if resolved.revision:
@@ -418,7 +428,7 @@ def _model_files_available(resolved: ResolvedModel) -> Iterator[None]:
                             "model.id") from exc
 
 
-def load_tokenizer(resolved: ResolvedModel) -> Any:
+def load_tokenizer(resolved: ResolvedModel) -> PreTrainedTokenizerBase:
     """The model's tokenizer, with a pad token (the EOS token when the model defines none)."""
     require_reachable(resolved)
     from transformers import AutoTokenizer
@@ -430,7 +440,7 @@ def load_tokenizer(resolved: ResolvedModel) -> Any:
     return tokenizer
 
 
-def load_model(resolved: ResolvedModel, dtype: str = "bfloat16", device: str | None = None) -> Any:
+def load_model(resolved: ResolvedModel, dtype: str = "bfloat16", device: str | None = None) -> CausalLM:
     """The causal LM in `dtype` on `device` (default: CUDA when present, else CPU), in eval mode."""
     require_reachable(resolved)
     import torch

@@ -12,6 +12,7 @@ judging the training-temperature record, since GRPO's learning signal comes from
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,7 @@ def build_record(brief: Brief, run: SamplingRun, purpose: str = "training") -> t
         mean_total=fig["mean_total"], successes=fig["successes"], completions=fig["completions"],
         success_definition=SUCCESS_DEFINITION, verifiers=verifiers,
         sampling={**recorded_settings(run, brief.data.system_prompt), "purpose": purpose},
-        per_prompt=[sum(is_success(c["rewards"], verifiers) for c in g) for g in groups],
+        per_prompt=[sum(is_success(s["rewards"], verifiers) for s in p.scores) for p in run.prompts],
         verdict=v.to_json(),
     )
     return record, v
@@ -175,10 +176,10 @@ def command(brief: Path, n_prompts: int, k: int | None, temperature: float | Non
 CUT_ADVICE_SHARE = 0.2
 
 
-def episode_advice(brief: Any, episodes: list[dict[str, Any] | None]) -> str | None:
+def episode_advice(brief: Any, episodes: Sequence[Mapping[str, object] | None]) -> str | None:
     """Before the first inspection, the one time an episode change costs nothing: how many of the baseline's
     episodes the turn limit cut, and that a change after `finetune inspect` makes both records stale."""
-    eps = [e for e in episodes if isinstance(e, dict)]
+    eps = [e for e in episodes if isinstance(e, Mapping)]
     if brief.episode is None or not eps:
         return None
     share = sum(bool(e.get("cut_at_limit")) for e in eps) / len(eps)

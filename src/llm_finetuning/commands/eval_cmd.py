@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from llm_finetuning.commands.baseline import backend_options, decoding_options
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
 
 
-def verdict_line(result: dict[str, Any]) -> str:
+def verdict_line(result: Mapping[str, Any]) -> str:
     """One honest sentence about the change in pass@1 and the noise."""
     lo, hi = result["ci95"]
     points = f"{100 * result['delta_pass_at_1']:+.1f} points"
@@ -34,7 +35,7 @@ def verdict_line(result: dict[str, Any]) -> str:
             f"{100 * hi:+.1f}] includes zero (more prompts narrow it: --prompts, after a larger baseline)")
 
 
-def render_human(result: dict[str, Any]) -> list[str]:
+def render_human(result: Mapping[str, Any]) -> list[str]:
     k, s = result["k"], result["settings"]
     name = "final model" if result["checkpoint"] == "final" else f"checkpoint {result['checkpoint']}"
     lo, hi = result["ci95"]

@@ -57,8 +57,8 @@ def build_samples(brief: Brief, run: SamplingRun, samples: int) -> list[dict[str
                 **({"episode": c.episode} if c.episode is not None else {}),
             })
     chosen = spread_samples(candidates, samples, run.settings.seed)
-    for i, s in enumerate(chosen):
-        s["id"] = f"s{i:03d}"
+    for i, sample in enumerate(chosen):
+        sample["id"] = f"s{i:03d}"
     return chosen
 
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.evaluation.paired import pass_figures
@@ -22,7 +23,22 @@ from llm_finetuning.evaluation.run import EvalPlan, plan_eval, scored_successes
 from llm_finetuning.rundir import EVAL_JSONL
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from llm_finetuning.models import CausalLM
     from llm_finetuning.rewards.code import VerifiedCode
+
+
+class HeldOutRow(TypedDict):
+    """One evaluation of the policy, as RUN_DIR/eval.jsonl holds it."""
+
+    step: int
+    score: float
+    pass_at_k: float
+    prompts: int
+    k: int
+    seconds: float
+    source: str
 
 
 class HeldOutEvaluator:
@@ -49,7 +65,7 @@ class HeldOutEvaluator:
     def due(self, step: int) -> bool:
         return step > 0 and step % self.every_steps == 0
 
-    def _append(self, row: dict[str, Any]) -> None:
+    def _append(self, row: Mapping[str, object]) -> None:
         with open(self.run_dir / EVAL_JSONL, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
 
@@ -60,7 +76,7 @@ class HeldOutEvaluator:
             self._append({"step": 0, "score": fig["pass_at_1"], "pass_at_k": fig["pass_at_k"],
                           "prompts": len(self.plan.indices), "k": self.plan.settings.k, "source": "baseline record"})
 
-    def evaluate(self, model: Any, tokenizer: Any, step: int) -> dict[str, Any]:
+    def evaluate(self, model: CausalLM, tokenizer: PreTrainedTokenizerBase, step: int) -> HeldOutRow:
         """Sample and score the policy now; append and return the row."""
         import torch
 
@@ -88,7 +104,7 @@ class HeldOutEvaluator:
         successes = scored_successes(self.brief, run, self.code)
         fig = pass_figures(successes, self.plan.settings.k)
         seconds = round(time.monotonic() - started, 2)
-        row = {"step": step, "score": fig["pass_at_1"], "pass_at_k": fig["pass_at_k"], "prompts": len(prompts),
+        row: HeldOutRow = {"step": step, "score": fig["pass_at_1"], "pass_at_k": fig["pass_at_k"], "prompts": len(prompts),
                "k": self.plan.settings.k, "seconds": seconds, "source": "held_out_eval"}
         self._append(row)
         print(f"\nheld-out eval at step {step}: pass@1 {100 * fig['pass_at_1']:.1f}% ({len(prompts)} prompts x "

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
@@ -32,6 +33,7 @@ from llm_finetuning.evaluation.targets import (
     select_targets,
 )
 from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, utc_now
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.records.baseline import Decoding
 from llm_finetuning.rundir import EVAL_JSON, EVAL_JSONL
 from llm_finetuning.rundir.manifest import brief_path as manifest_brief_path
@@ -45,12 +47,72 @@ if TYPE_CHECKING:
 FORMAT = "llm-finetuning/eval@1"
 
 
+class Comparison(TypedDict):
+    """One checkpoint against the base model on the same prompts (docs/workflow.md, "What `--json` prints")."""
+
+    prompts: int
+    k: int
+    base: dict[str, float]  # pass_at_1, pass_at_k
+    trained: dict[str, float]
+    delta_pass_at_1: float
+    ci95: list[float]
+    beyond_noise: bool
+
+
+class BaselineUsed(TypedDict):
+    path: str
+    digest: JsonValue
+    base_source: str
+
+
+class SettingsUsed(TypedDict):
+    temperature: float
+    greedy: bool
+    top_p: float
+    max_completion_length: int
+    seed: int
+    system_prompt: str | None
+
+
+class PerPrompt(TypedDict):
+    base: list[int]
+    trained: list[int]
+
+
+class _Evaluated(Comparison):
+    checkpoint: str | int | None  # "final" or the checkpoint's step
+    format: str
+    created_at: str
+    step: int | None
+    adapter: bool
+    checkpoint_path: str
+    checkpoint_sha256: str
+    baseline: BaselineUsed
+    split: str
+    indices: list[int]
+    temperature: float
+    greedy: bool
+    settings: SettingsUsed
+    per_prompt: PerPrompt
+    seconds: float
+    backend: dict[str, JsonValue]
+    notes: list[str]
+
+
+class EvalResult(_Evaluated, total=False):
+    """What `finetune eval` found for one checkpoint (RUN_DIR/eval.json), a superset of the --json contract;
+    `evaluate` adds the seconds the base side took and the run manifest (None: a model folder without one)."""
+
+    seconds_base: float
+    run_manifest: str | None
+
+
 @dataclass
 class EvalPlan:
     """What both sides are sampled with: the baseline's prompts (rows of its split) and settings."""
 
     brief: Brief
-    record: dict[str, Any]
+    record: JsonObject
     record_path: Path
     split: str
     indices: list[int]
@@ -67,7 +129,7 @@ class EvalPlan:
 class Sampled:
     successes: list[int]
     seconds: float
-    backend: dict[str, Any]
+    backend: dict[str, JsonValue]
     template_sha256: str | None
 
 
@@ -111,7 +173,7 @@ def brief_and_manifest(folder: Path, brief_path: Path | None) -> tuple[Brief, bo
     return _valid_brief(brief_path), False
 
 
-def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, dict[str, Any], list[str]]:
+def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, JsonObject, list[str]]:
     """The baseline record to evaluate against (verified), and notes: the one measured at `decoding` when
     it is there and current, else the training one (records.baseline)."""
     from llm_finetuning.models import model_identity
@@ -155,13 +217,14 @@ def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Deco
 
     path, record, notes = _record_for(brief, decoding)
     fell_back = bool(notes)  # no current record at the asked setting: the training record's prompts
-    recorded = record.get("sampling") or {}
+    recorded = _object(record.get("sampling"))
+    prompts = _object(record["prompts"])
     now = brief_sampling_settings(brief)
     unknown = [name for name in ("temperature", "max_completion_length", "top_p", "system_prompt")
                if name not in recorded]
     if unknown:
         notes.append(f"the baseline record does not hold {', '.join(unknown)}: the brief's values are used")
-    indices = [int(i) for i in record["prompts"].get("indices") or []]
+    indices = [_int(i) for i in _list(prompts.get("indices"))]
     if not indices:
         raise UnusableInput(f"{shown(path)} does not list the prompts it sampled", "run `finetune baseline BRIEF` again",
                             "records.baseline")
@@ -170,7 +233,8 @@ def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Deco
         notes.append(f"the baseline sampled {len(indices)} prompts; --prompts {n_prompts} is cut to those")
     measured = recorded_decoding(record)
     decoding = decoding or measured
-    k = completions_per_prompt(k, decoding, int(record["k"]))
+    recorded_k = _int(record["k"])
+    k = completions_per_prompt(k, decoding, recorded_k)
     per_prompt = record.get("per_prompt")
     base = None
     if decoding is not None and decoding != measured:  # asked for a setting this record was not measured at
@@ -178,8 +242,8 @@ def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Deco
             at = measured.label if measured is not None else "a temperature it does not record"
             notes.append(f"{shown(path)} was measured at {at}: the base model is sampled again at "
                          f"{decoding.label} on its prompts")
-    elif isinstance(per_prompt, list) and len(per_prompt) == len(indices) and k == int(record["k"]):
-        base = [int(s) for s in per_prompt[:n]]
+    elif isinstance(per_prompt, list) and len(per_prompt) == len(indices) and k == recorded_k:
+        base = [_int(s) for s in per_prompt[:n]]
     else:
         notes.append("the base model is sampled again on the same prompts with the same settings ("
                      + ("the record holds no per-prompt successes" if not isinstance(per_prompt, list)
@@ -189,18 +253,43 @@ def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Deco
         k=k,
         temperature=decoding.temperature if decoding is not None else now["temperature"],
         greedy=greedy,
-        max_completion_length=int(recorded.get("max_completion_length", now["max_completion_length"])),
-        max_prompt_length=recorded.get("max_prompt_length", brief.grpo.max_prompt_length),
-        seed=int(recorded.get("seed", brief.grpo.seed)),
-        top_p=1.0 if greedy else float(recorded.get("top_p", now["top_p"])),
+        max_completion_length=_int(recorded.get("max_completion_length", now["max_completion_length"])),
+        max_prompt_length=_optional_int(recorded.get("max_prompt_length", brief.grpo.max_prompt_length)),
+        seed=_int(recorded.get("seed", brief.grpo.seed)),
+        top_p=1.0 if greedy else _float(recorded.get("top_p", now["top_p"])),
     )
     system_prompt = recorded["system_prompt"] if "system_prompt" in recorded else now["system_prompt"]
-    found = recorded.get("chat_template")
-    template: dict[str, Any] = found if isinstance(found, dict) else {}
-    split = str(record["prompts"].get("split") or ("eval" if brief.data.eval else "train"))
+    sha256 = _object(recorded.get("chat_template")).get("sha256")
+    split = str(prompts.get("split") or ("eval" if brief.data.eval else "train"))
     flag = "" if decoding is None or decoding.is_training(brief) else f" {decoding.flag}"
-    return EvalPlan(brief, record, path, split, indices[:n], settings,
-                    system_prompt or "", template.get("sha256"), base, notes=notes, baseline_flag=flag)
+    return EvalPlan(brief, record, path, split, indices[:n], settings, str(system_prompt or ""),
+                    sha256 if isinstance(sha256, str) else None, base, notes=notes, baseline_flag=flag)
+
+
+def _object(value: JsonValue) -> JsonObject:
+    """A record's object field; an absent or malformed one reads as empty (its values then come from the brief)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: JsonValue) -> int:
+    """A record's number as an int (TypeError for what is no number)."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"a record holds {type(value).__name__} where a number belongs")
+
+
+def _optional_int(value: JsonValue) -> int | None:
+    return None if value is None else _int(value)
+
+
+def _float(value: JsonValue) -> float:
+    if isinstance(value, (int, float, str)):
+        return float(value)
+    raise TypeError(f"a record holds {type(value).__name__} where a number belongs")
 
 
 def brief_with_model(brief: Brief, folder: Path) -> Brief:
@@ -236,7 +325,7 @@ def scored_successes(brief: Brief, run: SamplingRun, code: VerifiedCode | None =
     return [sum(is_success(s["rewards"], verifiers) for s in p.scores) for p in run.prompts]
 
 
-def compare(plan: EvalPlan, base: list[int], trained: list[int]) -> dict[str, Any]:
+def compare(plan: EvalPlan, base: list[int], trained: list[int]) -> Comparison:
     """The `finetune eval --json` object for one checkpoint (docs/workflow.md, "What `--json` prints"), before binding."""
     k = plan.settings.k
     diff = paired_difference([b / k for b in base], [t / k for t in trained])
@@ -248,7 +337,7 @@ def compare(plan: EvalPlan, base: list[int], trained: list[int]) -> dict[str, An
 def evaluate(run_dir: Path, which: str = "final", n_prompts: int | None = None, k: int | None = None,
              backend: str = "auto", endpoint: str | None = None,
              endpoint_model: str | None = None, temperature: float | None = None,
-             greedy: bool = False, brief_path: Path | None = None) -> list[dict[str, Any]]:
+             greedy: bool = False, brief_path: Path | None = None) -> list[EvalResult]:
     """Score the chosen checkpoints of `run_dir` against the baseline; write eval.json (and eval.jsonl for
     several). Returns one result per checkpoint, oldest first, each a superset of the --json contract.
     `temperature` / `greedy`: evaluate both sides at that setting instead of the baseline record's.
@@ -287,17 +376,17 @@ def evaluate(run_dir: Path, which: str = "final", n_prompts: int | None = None, 
 
 
 def _evaluate_target(run_dir: Path, brief: Brief, plan: EvalPlan, target: Target, backend: str,
-                     endpoint: str | None, endpoint_model: str | None) -> dict[str, Any]:
+                     endpoint: str | None, endpoint_model: str | None) -> EvalResult:
     folder = target.folder if endpoint else sampling_folder(target, brief, run_dir)
     desc = f"Held-out ({target.label})"
     sampled = sample_successes(brief_with_model(brief, folder), plan, desc, backend, endpoint, endpoint_model)
     assert plan.base_successes is not None
-    result = {"checkpoint": target.label if target.label == "final" else target.step,
-              **compare(plan, plan.base_successes, sampled.successes)}
+    comparison = compare(plan, plan.base_successes, sampled.successes)
     if plan.template_sha256 and sampled.template_sha256 and plan.template_sha256 != sampled.template_sha256:
         print(f"warning: {target.label}'s chat template differs from the one the baseline was sampled with: "
               "the prompts are formatted differently on the two sides", file=sys.stderr, flush=True)
-    result.update({
+    return {
+        "checkpoint": target.label if target.label == "final" else target.step, **comparison,
         "format": FORMAT, "created_at": utc_now(), "step": target.step, "adapter": target.adapter,
         "checkpoint_path": str(target.folder), "checkpoint_sha256": folder_sha256(target.folder),
         "baseline": {"path": str(plan.record_path), "digest": plan.record["digest"], "base_source": plan.base_source},
@@ -309,16 +398,15 @@ def _evaluate_target(run_dir: Path, brief: Brief, plan: EvalPlan, target: Target
                      "system_prompt": plan.system_prompt or None},
         "per_prompt": {"base": plan.base_successes, "trained": sampled.successes},
         "seconds": round(sampled.seconds, 1), "backend": sampled.backend, "notes": plan.notes,
-    })
-    return result
+    }
 
 
-def _write_results(run_dir: Path, which: str, results: list[dict[str, Any]]) -> None:
+def _write_results(run_dir: Path, which: str, results: list[EvalResult]) -> None:
     import json
 
-    last = dict(results[-1])
+    last: dict[str, object] = dict(results[-1])
     if which == "all":
-        last["all"] = [{key: r[key] for key in CONTRACT_KEYS} for r in results]
+        last["all"] = [_contract_keys(r) for r in results]
         rows = [{"step": r["step"], "score": r["trained"]["pass_at_1"], "pass_at_k": r["trained"]["pass_at_k"],
                  "checkpoint": r["checkpoint"]} for r in results if r["step"] is not None]
         atomic_write_bytes(run_dir / EVAL_JSONL, "".join(json.dumps(row) + "\n" for row in rows).encode("utf-8"))
@@ -329,10 +417,14 @@ CONTRACT_KEYS = ("checkpoint", "prompts", "k", "base", "trained", "delta_pass_at
                  "temperature", "greedy")  # docs/workflow.md's keys, the decoding both sides were measured at last
 
 
-def contract(result: dict[str, Any]) -> dict[str, Any]:
+def _contract_keys(result: Mapping[str, object]) -> dict[str, object]:
+    return {key: result[key] for key in CONTRACT_KEYS}
+
+
+def contract(result: EvalResult) -> dict[str, object]:
     """The keys docs/workflow.md promises for `finetune eval --json` and the decoding (temperature 0: greedy); for a
     model folder without a run manifest, also `run_manifest: null` and `no_run_manifest` saying what that means."""
-    out = {key: result[key] for key in CONTRACT_KEYS}
+    out = _contract_keys(result)
     if "run_manifest" in result and result["run_manifest"] is None:
         out.update(run_manifest=None, no_run_manifest=NO_RUN_MANIFEST)
     return out

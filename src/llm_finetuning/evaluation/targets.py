@@ -2,8 +2,9 @@
 
 A run directory holds `model/` (the final weights, or the LoRA adapter, with the tokenizer) once
 training ended, and `checkpoints/checkpoint-<step>/` for every save that was committed. A LoRA adapter
-is merged into the brief's base model in a cache folder inside the run (`.eval-models/`), so vLLM, an
-endpoint and transformers all sample the same plain checkpoint. Heavy imports stay inside functions.
+is merged into the brief's base model in a cache folder inside the run (`.eval-models/`, keyed by the
+adapter's files and the base model's identity), so vLLM, an endpoint and transformers all sample the same plain
+checkpoint. Heavy imports stay inside functions.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.fileio import folder_swap
+from llm_finetuning.fileio import folder_swap, sha256_bytes
 from llm_finetuning.rundir import CHECKPOINTS, FINAL_MODEL, end_step
 from llm_finetuning.rundir.checkpoints import complete_checkpoints
 
@@ -141,6 +142,15 @@ def merge_adapter(adapter_dir: Path, brief: Brief, out: Path, dtype: str = "floa
     return out
 
 
+def merged_key(target: Target, brief: Brief) -> str:
+    """What a merged model is kept under: the adapter's files and the base model it is merged into (a changed base,
+    a local folder's files or another model.id, is merged again)."""
+    from llm_finetuning.models import model_identity
+
+    base = model_identity(brief.model, brief.folder)
+    return sha256_bytes(f"{folder_sha256(target.folder)}\0{base}".encode())[:12]
+
+
 def sampling_folder(target: Target, brief: Brief, run_dir: Path) -> Path:
     """A folder every backend loads for `target`: the saved folder itself, or its adapter merged (cached)."""
     if not target.adapter:
@@ -149,7 +159,7 @@ def sampling_folder(target: Target, brief: Brief, run_dir: Path) -> Path:
                                 "version of llm-finetuning (it saves the tokenizer with every checkpoint)",
                                 str(target.folder))
         return target.folder
-    out = Path(run_dir) / MERGED_CACHE / f"{target.label}-{folder_sha256(target.folder)[:12]}"
+    out = Path(run_dir) / MERGED_CACHE / f"{target.label}-{merged_key(target, brief)}"
     if (out / MERGED_MARKER).is_file():
         return out
     return merge_adapter(target.folder, brief, out)

@@ -21,10 +21,13 @@ from llm_finetuning.errors import Problem
 from llm_finetuning.fileio import sha256_bytes
 
 PACKAGE_DIR = Path(llm_finetuning.__file__).resolve().parent
-# The code `check_brief` runs: the whole brief package with its schema, the reward registry and models.
+# The code `check_brief` runs: the whole brief package with its schema, the reward registry, models, and the
+# foundation modules they import.
 CODE_FILES = (*sorted(p.relative_to(PACKAGE_DIR).as_posix() for p in (PACKAGE_DIR / "brief").glob("*")
                       if p.suffix in (".py", ".json")),
-              "reward_registry.py", "models.py")
+              "reward_registry.py", "models.py",
+              # what those import from the package: a changed Problem, file reader or cache is a changed check
+              "errors.py", "fileio.py", "integrity.py", "jsonvalue.py", "cache.py")
 
 
 def _stat(p: Path) -> str:
@@ -89,9 +92,11 @@ def _cached_brief(path: Path) -> Brief | None:
         data = path.read_bytes()
         text = data.decode("utf-8")
         entry = _entry(path, data).read()
-        raw, defaulted = entry["raw"], entry["data"]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+    except (OSError, UnicodeDecodeError):
         return None
+    if entry is None:
+        return None
+    raw, defaulted = entry.get("raw"), entry.get("data")
     if not isinstance(raw, dict) or not isinstance(defaulted, dict) or entry.get("key") != _cache_key(path, text, raw):
         return None
     return Brief.of(path, raw, sha256_bytes(data), text, defaulted=defaulted)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from llm_finetuning.cache import KeyedEntries
 from llm_finetuning.fileio import sha256_bytes
+from llm_finetuning.jsonvalue import JsonValue
 
 _CACHE = KeyedEntries("grpo-config-fields.json")
 # Names re-exported by a package's lazy __init__: where their class is defined.
@@ -88,15 +89,24 @@ def _key(files: list[Path]) -> str:
     return sha256_bytes("\n".join(parts).encode())
 
 
+def _stored_key(hit: JsonValue) -> str:
+    """The key of a stored entry, from the files it lists as read (TypeError when it lists none)."""
+    files = hit.get("files") if isinstance(hit, dict) else None
+    if not isinstance(files, list):
+        raise TypeError("a cached entry without its files")
+    return _key([Path(str(f)) for f in files])
+
+
 def grpo_config_fields() -> frozenset[str]:
     """Field names of the installed TRL's GRPOConfig (cached by file path, size and mtime)."""
     trl = package_dir("trl")
     entry = trl / "trainer" / "grpo_config.py"
     if not entry.is_file():
         raise FieldsUnavailable(f"{entry} does not exist (an unexpected TRL layout)")
-    current = _CACHE.get(str(entry), lambda hit: _key([Path(f) for f in hit["files"]]))
-    if isinstance(current, dict) and isinstance(current.get("fields"), list):
-        return frozenset(current["fields"])
+    current = _CACHE.get(str(entry), _stored_key)
+    cached = current.get("fields") if isinstance(current, dict) else None
+    if isinstance(cached, list):
+        return frozenset(str(f) for f in cached)
     seen: list[Path] = []
     fields = _class_fields(entry, "GRPOConfig", seen)
     files = list(dict.fromkeys(seen))

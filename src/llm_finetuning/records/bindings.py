@@ -23,6 +23,7 @@ from llm_finetuning.fileio import (
     sha256_json,
     stat_key,
 )
+from llm_finetuning.jsonvalue import JsonValue
 from llm_finetuning.rewards.sources import file_label
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
@@ -35,11 +36,18 @@ def reward_source_files(fn: str, brief_folder: Path) -> list[Path]:
     folders, nor the brief's folder) changed size or mtime: finding them parses every module of the closure."""
     folder = Path(brief_folder).resolve()
     name = f"{fn}\0{folder}"
-    hit = _SOURCES.get(name, lambda files: _source_stats([Path(str(f)) for f in files], folder))
+    hit = _SOURCES.get(name, lambda files: _source_stats([Path(str(f)) for f in _listed(files)], folder))
     if isinstance(hit, list):
         return [Path(str(f)) for f in hit]
     files = [Path(p) for p in _reward_sources(fn, folder)]
     _SOURCES.put(name, _source_stats(files, folder), [str(f) for f in files])
+    return files
+
+
+def _listed(files: JsonValue) -> list[JsonValue]:
+    """The files a cache entry lists (TypeError when it is not a list: a miss)."""
+    if not isinstance(files, list):
+        raise TypeError("a cached entry that lists no files")
     return files
 
 

@@ -7,11 +7,51 @@ imports none of them: `sampling.factory` chooses and builds one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.sampling.progress import SamplingProgress
 
-Message = dict[str, str]
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
+class _Turn(TypedDict):
+    role: str
+    content: str
+
+
+class ChatMessage(_Turn, total=False):
+    """One message of a prompt as training feeds it: role and content, and where a worked episode is part of the
+    prompt, an assistant turn's `tool_calls` or a tool message's `name`."""
+
+    tool_calls: JsonValue
+    name: JsonValue
+
+
+
+class EpisodeEnvironment(TypedDict):
+    """An episode's environment: its class name and what its `get_reward()` returned (None: nothing)."""
+
+    name: str
+    reward: float | None
+
+
+class _EpisodeFigures(TypedDict):
+    messages: list[JsonObject]
+    turns: int
+    tool_calls: int
+    tool_failures: int
+    cut_at_limit: bool
+    model_tokens: int
+    tool_tokens: int
+
+
+class EpisodeRecord(_EpisodeFigures, total=False):
+    """An episode as records keep it (`sampling.episode.Episode.to_json`): the messages after the prompt (TRL's
+    `completions`), its figures, and its environment when it has one."""
+
+    environment: EpisodeEnvironment
 
 
 @dataclass(frozen=True)
@@ -28,7 +68,7 @@ class SamplingSettings:
     max_prompt_length: int | None = None
     seed: int = 0
     top_p: float = 1.0
-    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)  # data.chat_template_kwargs
+    chat_template_kwargs: dict[str, JsonValue] = field(default_factory=dict)  # data.chat_template_kwargs
     greedy: bool = False
 
     def sampling_fields(self) -> dict[str, float]:
@@ -48,10 +88,10 @@ class Completion:
     num_tokens: int | None = None
     # An episode of a tool-use brief (`sampling.episode.Episode.to_json`): its messages, tool calls and
     # figures; `text` is then its final answer and `num_tokens` the model's own tokens.
-    episode: dict[str, Any] | None = None
+    episode: EpisodeRecord | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out = {"prompt_index": self.prompt_index, "sample_index": self.sample_index, "text": self.text,
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"prompt_index": self.prompt_index, "sample_index": self.sample_index, "text": self.text,
                "truncated": self.truncated, "num_tokens": self.num_tokens}
         return out if self.episode is None else {**out, "episode": self.episode}
 
@@ -59,11 +99,22 @@ class Completion:
 class Backend(Protocol):
     name: str
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, JsonValue]:
         """What ran (backend, device, served model ...), recorded next to the results."""
         ...
 
-    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+    def generate(self, conversations: list[list[ChatMessage]], settings: SamplingSettings,
                  progress: SamplingProgress) -> list[list[Completion]]:
         """k completions for every conversation, in order."""
+        ...
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase | None:
+        """The tokenizer that renders prompts and parses turns here (None: the endpoint's server applies its own)."""
+        ...
+
+    def generate_ids(self, batch: list[list[int]], max_new_tokens: int, settings: SamplingSettings,
+                     seed: int) -> list[tuple[list[int], bool]]:
+        """One continuation of each token-id sequence (an episode's next turn): (new ids up to and including
+        EOS, whether it ended on EOS)."""
         ...

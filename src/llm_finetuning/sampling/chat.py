@@ -3,14 +3,35 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, TypedDict
 
-Message = dict[str, str]
+from llm_finetuning.jsonvalue import JsonValue
+from llm_finetuning.sampling.backend import ChatMessage
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 _warned = False
 
 
-def render_prompt(tokenizer: Any, messages: list[Message], chat_template_kwargs: dict[str, Any] | None = None) -> str:
+class TemplateIdentity(TypedDict):
+    """Whether prompts went through a chat template (`"by the endpoint"` when a server applied its own), and
+    the sha256 of its text when this side applied it."""
+
+    applied: bool | str
+    sha256: str | None
+
+
+def chat_template_call(tokenizer: PreTrainedTokenizerBase) -> Callable[..., object]:
+    """The tokenizer's `apply_chat_template`, taking the conversations training renders: transformers annotates
+    a conversation as `list[dict[str, str]]`, which an assistant turn's `tool_calls` and a tool message's list of
+    content blocks are not, though the template renders them (TRL passes the same messages)."""
+    return tokenizer.apply_chat_template
+
+
+def render_prompt(tokenizer: PreTrainedTokenizerBase, messages: Sequence[ChatMessage],
+                  chat_template_kwargs: Mapping[str, JsonValue] | None = None) -> str:
     """The model's chat template with the generation prompt and the brief's `data.chat_template_kwargs`
     (Qwen3's `enable_thinking`, for instance), as GRPO training applies it.
 
@@ -19,7 +40,7 @@ def render_prompt(tokenizer: Any, messages: list[Message], chat_template_kwargs:
     """
     global _warned
     if getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
+        text = chat_template_call(tokenizer)(list(messages), add_generation_prompt=True, tokenize=False,
                                              **(chat_template_kwargs or {}))
         return str(text)
     if not _warned:
@@ -29,12 +50,12 @@ def render_prompt(tokenizer: Any, messages: list[Message], chat_template_kwargs:
     return "\n\n".join(m["content"] for m in messages) + "\n\n"
 
 
-def chat_template_identity(tokenizer: Any) -> dict[str, Any]:
+def chat_template_identity(tokenizer: PreTrainedTokenizerBase) -> TemplateIdentity:
     """Whether prompts go through a chat template, and the sha256 of its text: bound into records, so a
     later comparison (`finetune eval`) can tell whether both sides were prompted the same way."""
     from llm_finetuning.fileio import sha256_bytes
 
-    template = getattr(tokenizer, "chat_template", None)
+    template: object = getattr(tokenizer, "chat_template", None)
     if isinstance(template, dict):  # several named templates: the default one is what is applied
         template = template.get("default")
     if not template:
@@ -42,7 +63,7 @@ def chat_template_identity(tokenizer: Any) -> dict[str, Any]:
     return {"applied": True, "sha256": sha256_bytes(str(template).encode("utf-8"))}
 
 
-def eos_token_ids(tokenizer: Any, generation_config: Any = None) -> list[int]:
+def eos_token_ids(tokenizer: PreTrainedTokenizerBase, generation_config: object = None) -> list[int]:
     """Every token id that ends a completion (the generation config's list and the tokenizer's EOS)."""
     ids: list[int] = []
     configured = getattr(generation_config, "eos_token_id", None) if generation_config is not None else None

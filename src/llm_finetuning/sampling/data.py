@@ -13,41 +13,43 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.brief.sections import data_is_local
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import sha256_bytes, sha256_file
+from llm_finetuning.sampling.backend import ChatMessage
 
-Message = dict[str, str]
+# One example of a split: its columns as the file or dataset holds them (JSON values, or a parquet file's types).
+Row = dict[str, object]
 
 
 @dataclass
 class DataSplit:
     """The rows of one split, what they came from, and a sha256 that binds records to them."""
 
-    rows: list[dict[str, Any]]
+    rows: list[Row]
     split: str  # "eval" or "train"
     source: str  # the file or hub id, for messages and records
     sha256: str
     yaml_path: str  # data.eval or data.train
 
 
-def _read_local(path: Path, yaml_path: str) -> list[dict[str, Any]]:
+def _read_local(path: Path, yaml_path: str) -> list[Row]:
     if not path.is_file():
         raise UnusableInput(f"{yaml_path} names {path}, which does not exist",
                             "point it at a jsonl/json/csv/parquet file relative to the brief", yaml_path)
     suffix = path.suffix.lower()
-    rows: list[Any]
+    rows: object
     try:
         if suffix == ".jsonl":
-            rows = []
+            lines: list[object] = []
+            rows = lines
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
                 if not line.strip():
                     continue
                 try:
-                    rows.append(json.loads(line))
+                    lines.append(json.loads(line))
                 except ValueError as exc:
                     raise UnusableInput(f"{path} line {number} is not JSON: {exc}",
                                         "write one JSON object per line", yaml_path) from None
@@ -66,12 +68,13 @@ def _read_local(path: Path, yaml_path: str) -> list[dict[str, Any]]:
                                 "use .jsonl, .json, .csv or .parquet", yaml_path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UnusableInput(f"{path} cannot be read: {exc}", "fix or regenerate the file", yaml_path) from None
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+    objects = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+    if not isinstance(rows, list) or len(objects) != len(rows):
         raise UnusableInput(f"{path} does not hold a list of objects", "one object per example", yaml_path)
-    return rows
+    return objects
 
 
-def _read_hub(dataset_id: str, split: str, yaml_path: str) -> list[dict[str, Any]]:
+def _read_hub(dataset_id: str, split: str, yaml_path: str) -> list[Row]:
     try:
         from datasets import load_dataset
 
@@ -126,15 +129,31 @@ def pick_indices(n_rows: int, n: int, seed: int) -> list[int]:
     return sorted(random.Random(seed).sample(range(n_rows), n))
 
 
-def build_messages(prompt: Any, system_prompt: str | None, yaml_path: str = "data.prompt_field") -> list[Message]:
+def _message(m: object) -> ChatMessage | None:
+    """A prompt's message when it is one ({role, content} strings); an assistant turn's tool_calls and a tool
+    message's name stay: a worked episode can be part of a prompt."""
+    if not isinstance(m, dict):
+        return None
+    role, content = m.get("role"), m.get("content")
+    if not isinstance(role, str) or not isinstance(content, str):
+        return None
+    message: ChatMessage = {"role": role, "content": content}
+    if "tool_calls" in m:
+        message["tool_calls"] = m["tool_calls"]
+    if "name" in m:
+        message["name"] = m["name"]
+    return message
+
+
+def build_messages(prompt: object, system_prompt: str | None,
+                   yaml_path: str = "data.prompt_field") -> list[ChatMessage]:
     """The chat messages for one prompt: a string or a list of {role, content}, plus the system prompt."""
+    given = [_message(m) for m in prompt] if isinstance(prompt, list) else []
+    messages: list[ChatMessage]
     if isinstance(prompt, str):
         messages = [{"role": "user", "content": prompt}]
-    elif isinstance(prompt, list) and prompt and all(
-        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in prompt
-    ):
-        # an assistant turn's tool_calls and a tool message's name stay: a worked episode can be part of a prompt
-        messages = [{k: m[k] for k in ("role", "content", "tool_calls", "name") if k in m} for m in prompt]
+    elif given and all(m is not None for m in given):
+        messages = [m for m in given if m is not None]
     else:
         raise UnusableInput(f"a prompt is neither a string nor a list of {{role, content}} messages: "
                             f"{json.dumps(prompt, default=str)[:80]}",
@@ -144,7 +163,7 @@ def build_messages(prompt: Any, system_prompt: str | None, yaml_path: str = "dat
     return messages
 
 
-def prompt_text(prompt: Any) -> str:
+def prompt_text(prompt: object) -> str:
     """A prompt as one readable string (the last user message of a conversation)."""
     if isinstance(prompt, str):
         return prompt

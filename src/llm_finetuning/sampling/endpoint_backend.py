@@ -19,12 +19,17 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.sampling.backend import Completion, Message, SamplingSettings
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
+from llm_finetuning.sampling.backend import ChatMessage, Completion, SamplingSettings
 from llm_finetuning.sampling.progress import SamplingProgress
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 TIMEOUT_S = 600.0
 CONCURRENCY = 8
@@ -48,18 +53,18 @@ class EndpointBackend:
     name = "endpoint"
 
     def __init__(self, url: str, model: str | None = None, timeout_s: float = TIMEOUT_S,
-                 tokenizer: Any = None) -> None:
+                 tokenizer: PreTrainedTokenizerBase | None = None) -> None:
         self.url = base_url(url)
         self.timeout_s = timeout_s
         self.model = model or self._served_model()
         # The brief's tokenizer, for episodes only: chat completions leave the template to the server.
         self.tokenizer = tokenizer
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, JsonValue]:
         return {"backend": self.name, "endpoint": self.url, "served_model": self.model}
 
-    def _request(self, method: str, path: str, payload: dict[str, Any] | None = None,
-                 missing_fix: str | None = None) -> Any:
+    def _request(self, method: str, path: str, payload: Mapping[str, object] | None = None,
+                 missing_fix: str | None = None) -> JsonValue:
         headers = {"Content-Type": "application/json"}
         key = os.environ.get("OPENAI_API_KEY")
         if key:
@@ -68,7 +73,8 @@ class EndpointBackend:
         req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - user-given URL
-                return json.loads(resp.read().decode("utf-8"))
+                answer: JsonValue = json.loads(resp.read().decode("utf-8"))
+                return answer
         except urllib.error.HTTPError as exc:
             body = exc.read().decode("utf-8", "replace")[:300]
             if missing_fix and exc.code in (404, 405, 501):
@@ -83,16 +89,17 @@ class EndpointBackend:
 
     def _served_model(self) -> str:
         listing = self._request("GET", "/v1/models")
-        try:
-            return str(listing["data"][0]["id"])
-        except (KeyError, IndexError, TypeError):
-            raise UnusableInput(f"endpoint {self.url}/v1/models lists no model", START_FIX, "--endpoint") from None
+        data = listing.get("data") if isinstance(listing, dict) else None
+        first = data[0] if isinstance(data, list) and data else None
+        if not isinstance(first, dict) or "id" not in first:
+            raise UnusableInput(f"endpoint {self.url}/v1/models lists no model", START_FIX, "--endpoint")
+        return str(first["id"])
 
-    def _sample_one(self, index: int, messages: list[Message], settings: SamplingSettings) -> list[Completion]:
+    def _sample_one(self, index: int, messages: list[ChatMessage], settings: SamplingSettings) -> list[Completion]:
         group: list[Completion] = []
         attempt = 0
         while len(group) < settings.k:
-            payload = {
+            payload: dict[str, object] = {
                 "model": self.model, "messages": messages, "n": settings.k - len(group),
                 **settings.sampling_fields(),  # temperature 0 is greedy on vLLM, SGLang and OpenAI
                 "max_tokens": settings.max_completion_length, "seed": settings.seed + index + attempt * 1_000_003,
@@ -100,18 +107,19 @@ class EndpointBackend:
             if settings.chat_template_kwargs:  # vLLM's and SGLang's servers pass these to the chat template
                 payload["chat_template_kwargs"] = settings.chat_template_kwargs
             answer = self._request("POST", "/v1/chat/completions", payload)
-            choices = sorted(answer.get("choices") or [], key=lambda c: c.get("index", 0))
+            choices = sorted(_choices(answer), key=_choice_index)
             if not choices:
                 raise UnusableInput(f"endpoint {self.url} returned no choices for prompt {index}",
                                     "check the server's log", "--endpoint")
             for choice in choices[: settings.k - len(group)]:
-                content = (choice.get("message") or {}).get("content") or ""
+                message = choice.get("message")
+                content = (message.get("content") if isinstance(message, dict) else None) or ""
                 group.append(Completion(prompt_index=index, sample_index=len(group), text=str(content),
                                         truncated=choice.get("finish_reason") == "length"))
             attempt += 1
         return group
 
-    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+    def generate(self, conversations: list[list[ChatMessage]], settings: SamplingSettings,
                  progress: SamplingProgress) -> list[list[Completion]]:
         results: list[list[Completion]] = [[] for _ in conversations]
         with ThreadPoolExecutor(max_workers=min(CONCURRENCY, max(1, len(conversations)))) as pool:
@@ -124,13 +132,13 @@ class EndpointBackend:
 
     def _continue_one(self, ids: list[int], max_new_tokens: int, settings: SamplingSettings,
                       seed: int) -> tuple[list[int], bool]:
-        payload = {
+        payload: dict[str, object] = {
             "model": self.model, "prompt": ids, "n": 1, "max_tokens": max_new_tokens,
             **settings.sampling_fields(), "seed": seed,
             "return_token_ids": True,  # vLLM's server: each choice then carries `token_ids`
         }
         answer = self._request("POST", "/v1/completions", payload, missing_fix=COMPLETIONS_FIX)
-        choices = answer.get("choices") if isinstance(answer, dict) else None
+        choices = _choices(answer)
         if not choices:
             raise UnusableInput(f"endpoint {self.url}/v1/completions returned no choices for a token-id prompt",
                                 "check the server's log; it must accept a list of token ids as `prompt`",
@@ -150,7 +158,25 @@ class EndpointBackend:
         return out
 
 
-def continuation_of(choice: dict[str, Any], tokenizer: Any, max_new_tokens: int) -> tuple[list[int], bool]:
+def _choices(answer: JsonValue) -> list[JsonObject]:
+    """The choices of a server's answer (those that are objects)."""
+    choices = answer.get("choices") if isinstance(answer, dict) else None
+    return [c for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
+
+
+def _choice_index(choice: JsonObject) -> int:
+    index = choice.get("index", 0)
+    return index if isinstance(index, int) else 0
+
+
+def _token_id(value: JsonValue) -> int:
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"a token id is {type(value).__name__}, not a number")
+
+
+def continuation_of(choice: JsonObject, tokenizer: PreTrainedTokenizerBase | None,
+                    max_new_tokens: int) -> tuple[list[int], bool]:
     """(new token ids, ended on EOS or a stop) from one `/v1/completions` choice.
 
     `token_ids` (vLLM's `return_token_ids`) are the ids the model drew, EOS included when it stopped on
@@ -161,7 +187,10 @@ def continuation_of(choice: dict[str, Any], tokenizer: Any, max_new_tokens: int)
     ended = choice.get("finish_reason") == "stop"
     token_ids = choice.get("token_ids")
     if isinstance(token_ids, list):
-        return [int(t) for t in token_ids], ended
+        return [_token_id(t) for t in token_ids], ended
+    if tokenizer is None:
+        raise UnusableInput("the endpoint returned text without token ids, and no tokenizer is loaded to tokenise it",
+                            COMPLETIONS_FIX, "--endpoint")
     ids = list(tokenizer(str(choice.get("text") or ""), add_special_tokens=False)["input_ids"])
     eos = tokenizer.eos_token_id
     if ended and eos is not None and (not ids or ids[-1] != eos):

@@ -26,16 +26,32 @@ import functools
 import inspect
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from llm_finetuning.brief.episode import EpisodeSpec, template_path
 from llm_finetuning.errors import Problem, UnusableInput
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
+from llm_finetuning.sampling.backend import ChatMessage, EpisodeRecord
+from llm_finetuning.sampling.chat import chat_template_call
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
     from llm_finetuning.rewards.code import VerifiedCode
+
+# A tool as the model calls it: keyword arguments from the model's JSON, any result (shown to it through str()).
+Tool = Callable[..., object]
+
+
+class Environment(Protocol):
+    """An episode's environment instance: `reset(**row)` first (its observation, a string, is appended to the
+    prompt); its other public methods are tools, and an optional `get_reward()` scores the episode."""
+
+    def reset(self, **row: object) -> object: ...
+
 
 # One generated turn: (new token ids up to and including EOS, whether it ended on EOS).
 Generate = Callable[[list[list[int]], int], list[tuple[list[int], bool]]]
@@ -64,21 +80,22 @@ class HungCalls:
                 f"running in the background: {counts}; make the tool return in time (or raise)")
 
 
-def timed(func: Callable[..., Any], timeout_s: float, hung: HungCalls | None = None) -> Callable[..., Any]:
+def timed(func: Tool, timeout_s: float, hung: HungCalls | None = None) -> Tool:
     """`func` with a wall-clock limit: past it the call raises TimeoutError, which TRL's loop (and ours)
     hands to the model as the tool's `{"error": ...}` result. The name, signature and docstring stay, so
     `get_json_schema` reads the tool as before. A call that never returns leaves its daemon thread
     behind, counted in `hung`; the episode goes on."""
 
     @functools.wraps(func)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        box: dict[str, Any] = {}
+    def call(*args: object, **kwargs: object) -> object:
+        value: list[object] = []
+        error: list[BaseException] = []
 
         def run() -> None:
             try:
-                box["value"] = func(*args, **kwargs)
+                value.append(func(*args, **kwargs))
             except BaseException as exc:  # noqa: BLE001 - the tool's failure is the model's result
-                box["error"] = exc
+                error.append(exc)
 
         worker = threading.Thread(target=run, daemon=True, name=f"tool-{func.__name__}")
         worker.start()
@@ -87,14 +104,14 @@ def timed(func: Callable[..., Any], timeout_s: float, hung: HungCalls | None = N
             if hung is not None:
                 hung.add(func.__name__, worker)
             raise TimeoutError(f"{func.__name__} did not return within {timeout_s:g} s")
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+        if error:
+            raise error[0]
+        return value[0]
 
     return call
 
 
-def environment_tools(instance: Any) -> list[Callable[..., Any]]:
+def environment_tools(instance: object) -> list[Tool]:
     """An environment's tools as TRL reads them: its public methods other than reset and get_reward."""
     return [getattr(instance, name) for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
             if name not in ("reset", "get_reward") and not name.startswith("_")]
@@ -112,18 +129,18 @@ def timed_environment(cls: type, timeout_s: float, hung: HungCalls | None = None
 class Toolbox:
     """What an episode may call: standalone tools, or an environment class (one instance per episode)."""
 
-    tools: list[Callable[..., Any]]
-    environment: type | None = None
+    tools: list[Tool]
+    environment: Callable[[], Environment] | None = None  # a class
     hung: HungCalls | None = None  # the calls that passed the time limit, when the tools are `timed` with it
 
-    def open(self) -> tuple[Any, list[Callable[..., Any]]]:
+    def open(self) -> tuple[Environment | None, list[Tool]]:
         """(a fresh environment instance or None, the tools of an episode)."""
         if self.environment is None:
             return None, list(self.tools)
         instance = self.environment()
         return instance, list(self.tools) + environment_tools(instance)
 
-    def schema_tools(self) -> list[Callable[..., Any]]:
+    def schema_tools(self) -> list[Tool]:
         """The tools a prompt is rendered with (an environment's read from a probe instance)."""
         return self.open()[1]
 
@@ -135,13 +152,14 @@ def load_toolbox(spec: EpisodeSpec, folder: Path, code: VerifiedCode | None = No
     from llm_finetuning.rewards.code import module_sources
     from llm_finetuning.sandbox.project_code import confined_environment, confined_tool
 
-    def modules(ref: str) -> dict[str, dict[str, Any]]:
-        return code.modules(ref, folder) if code is not None else module_sources(ref, folder)
-
     hung = HungCalls(spec.tool_timeout_s)
-    tools = [timed(confined_tool(ref, modules(ref)), spec.tool_timeout_s, hung) for ref in spec.tools]
-    env = (timed_environment(confined_environment(spec.environment, modules(spec.environment)), spec.tool_timeout_s,
-                             hung) if spec.environment else None)
+    tools = [timed(confined_tool(ref, code.modules(ref, folder) if code is not None else module_sources(ref, folder)),
+                   spec.tool_timeout_s, hung) for ref in spec.tools]
+    env = None
+    if spec.environment:
+        ref = spec.environment
+        env = timed_environment(confined_environment(ref, code.modules(ref, folder) if code is not None
+                                                     else module_sources(ref, folder)), spec.tool_timeout_s, hung)
     return Toolbox(tools, env, hung)
 
 
@@ -179,7 +197,7 @@ def tool_schema_problems(spec: EpisodeSpec, folder: Path) -> list[Problem]:
     return problems
 
 
-def template_problems(tokenizer: Any, spec: EpisodeSpec, folder: Path) -> list[Problem]:
+def template_problems(tokenizer: PreTrainedTokenizerBase, spec: EpisodeSpec, folder: Path) -> list[Problem]:
     """Give `tokenizer` the brief's chat template and a response parser, in place, and say what is missing:
     a template that cannot render a tool-calling conversation, or one TRL has no parser for."""
     from trl.chat_template_utils import add_response_schema, supports_tool_calling
@@ -203,7 +221,7 @@ def template_problems(tokenizer: Any, spec: EpisodeSpec, folder: Path) -> list[P
     return []
 
 
-def prepare_tokenizer(tokenizer: Any, spec: EpisodeSpec, folder: Path) -> None:
+def prepare_tokenizer(tokenizer: PreTrainedTokenizerBase, spec: EpisodeSpec, folder: Path) -> None:
     """`template_problems`, raised as UnusableInput (sampling and launch stop before any generation)."""
     problems = template_problems(tokenizer, spec, folder)
     if problems:
@@ -214,7 +232,7 @@ def prepare_tokenizer(tokenizer: Any, spec: EpisodeSpec, folder: Path) -> None:
 class Episode:
     """One sampled episode: the messages after the prompt (as TRL's `completions`), and its figures."""
 
-    messages: list[dict[str, Any]]
+    messages: list[JsonObject]
     completion_ids: list[int]
     tool_mask: list[int]  # 1: the model's token, 0: a tool result's
     tool_calls: int = 0
@@ -235,35 +253,44 @@ class Episode:
     def model_tokens(self) -> int:
         return sum(self.tool_mask)
 
-    def to_json(self) -> dict[str, Any]:
-        out = {"messages": self.messages, "turns": self.turns, "tool_calls": self.tool_calls,
-               "tool_failures": self.tool_failures, "cut_at_limit": self.cut_at_limit,
-               "model_tokens": self.model_tokens, "tool_tokens": len(self.tool_mask) - self.model_tokens}
+    def to_json(self) -> EpisodeRecord:
+        out: EpisodeRecord = {"messages": self.messages, "turns": self.turns, "tool_calls": self.tool_calls,
+                              "tool_failures": self.tool_failures, "cut_at_limit": self.cut_at_limit,
+                              "model_tokens": self.model_tokens,
+                              "tool_tokens": len(self.tool_mask) - self.model_tokens}
         if self.environment is not None:
             out["environment"] = {"name": self.environment, "reward": self.environment_reward}
         return out
 
 
-def _result_text(result: Any) -> Any:
+def _result_text(result: object) -> JsonValue:
     """A tool's result as the tool message's content, exactly as TRL writes it: a list (content blocks)
     as it is, anything else through str() (so an error reads `{'error': '...'}`)."""
     return result if isinstance(result, list) else str(result)
 
 
-def call_tools(calls: list[dict[str, Any]], tools: dict[str, Callable[..., Any]]) -> tuple[list[dict[str, Any]], int]:
-    """The tool messages for one assistant turn's calls, and how many failed (TRL's counting)."""
-    messages, failures = [], 0
-    for call in calls:
+def call_tools(calls: JsonValue, tools: Mapping[str, Tool]) -> tuple[list[JsonObject], int]:
+    """The tool messages for one assistant turn's calls (`tool_calls` as TRL parses them), and how many failed
+    (TRL's counting)."""
+    messages: list[JsonObject] = []
+    failures = 0
+    for call in calls if isinstance(calls, list) else []:
+        call = call if isinstance(call, dict) else {}
+        result: object
         if call.get("type", "function") != "function":
             failures += 1
             name, result = str(call.get("name", "unknown")), {"error": f"Unsupported tool call type: {call['type']}"}
         else:
-            fn = call.get("function") or {}
+            fn = call.get("function")
+            fn = fn if isinstance(fn, dict) else {}
             name = str(fn.get("name"))
             try:
                 if name not in tools:
                     raise ValueError(f"Tool {name} not found.")
-                result = tools[name](**(fn.get("arguments") or {}))
+                arguments = fn.get("arguments") or {}
+                if not isinstance(arguments, dict):
+                    raise TypeError(f"{name}() argument after ** must be a mapping, not {type(arguments).__name__}")
+                result = tools[name](**arguments)
             except Exception as exc:  # noqa: BLE001 - TRL returns every failure to the model
                 failures += 1
                 result = {"error": str(exc)}
@@ -271,17 +298,23 @@ def call_tools(calls: list[dict[str, Any]], tools: dict[str, Callable[..., Any]]
     return messages, failures
 
 
-def _template_ids(tokenizer: Any, messages: list[dict[str, Any]], kwargs: dict[str, Any], **more: Any) -> list[int]:
-    out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False, **more, **kwargs)
-    return list(out["input_ids"] if isinstance(out, dict) else out)
+def _template_ids(tokenizer: PreTrainedTokenizerBase, messages: Sequence[Mapping[str, object]],
+                  kwargs: Mapping[str, JsonValue], **more: object) -> list[int]:
+    out = chat_template_call(tokenizer)(list(messages), tokenize=True, return_dict=False, **more, **kwargs)
+    ids = out["input_ids"] if isinstance(out, dict) else out
+    if not isinstance(ids, list):
+        raise TypeError(f"apply_chat_template(tokenize=True) returned {type(ids).__name__}, not token ids")
+    return [int(i) for i in ids]
 
 
-def tool_suffix_ids(tokenizer: Any, tool_messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> list[int]:
+def tool_suffix_ids(tokenizer: PreTrainedTokenizerBase, tool_messages: list[JsonObject],
+                    kwargs: Mapping[str, JsonValue]) -> list[int]:
     """The token ids the template puts between the model's turn and its next one for these tool results,
     computed as TRL's `_get_tool_suffix_ids` does (a dummy conversation with and without them)."""
-    dummy: list[dict[str, Any]] = [{"role": "user", "content": "dummy"},
-             {"role": "assistant", "content": "",
-              "tool_calls": [{"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}]}]
+    dummy: list[JsonObject] = [
+        {"role": "user", "content": "dummy"},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}]}]
     prefix = _template_ids(tokenizer, dummy, kwargs, add_generation_prompt=False)
     full = _template_ids(tokenizer, dummy + tool_messages, kwargs, add_generation_prompt=True)
     eos = [i for i, t in enumerate(prefix) if t == tokenizer.eos_token_id]
@@ -293,45 +326,54 @@ def tool_suffix_ids(tokenizer: Any, tool_messages: list[dict[str, Any]], kwargs:
     return full[len(prefix):]
 
 
-def _parse(tokenizer: Any, ids: list[int], prefix: list[int], tools: list[Callable[..., Any]]) -> dict[str, Any]:
+def _parse(tokenizer: PreTrainedTokenizerBase, ids: list[int], prefix: list[int], tools: list[Tool]) -> JsonObject:
     from trl.chat_template_utils import parse_response
 
-    return dict(parse_response(tokenizer, ids, prefix=prefix, tools=list[Any](tools)))
+    return dict(parse_response(tokenizer, ids, prefix=prefix, tools=[*tools]))
 
 
-def run_episodes(tokenizer: Any, generate: Generate, prompts: list[list[dict[str, Any]]], rows: list[dict[str, Any]],
-                 toolbox: Toolbox, *, k: int, max_turns: int, max_completion_length: int,
-                 chat_template_kwargs: dict[str, Any] | None = None) -> list[list[Episode]]:
+# An episode under way: its record, its environment instance (None for standalone tools), the tools it may call.
+LiveEpisode = tuple[Episode, Environment | None, list[Tool]]
+
+
+def run_episodes(tokenizer: PreTrainedTokenizerBase, generate: Generate, prompts: Sequence[Sequence[ChatMessage]],
+                 rows: Sequence[Mapping[str, object]], toolbox: Toolbox, *, k: int, max_turns: int,
+                 max_completion_length: int,
+                 chat_template_kwargs: Mapping[str, JsonValue] | None = None) -> list[list[Episode]]:
     """k episodes per prompt, in order (see the module docstring for the loop)."""
     kwargs = dict(chat_template_kwargs or {})
-    live: list[tuple[Episode, Any, list[Callable[..., Any]]]] = []
+    live: list[LiveEpisode] = []
     prompt_ids: list[list[int]] = []
     for messages, row in zip(prompts, rows, strict=True):
         for _ in range(k):
             env, tools = toolbox.open()
-            msgs = [dict(m) for m in messages]
+            msgs = [m.copy() for m in messages]
             if env is not None:
                 observation = env.reset(**{**row, "prompt": msgs})
                 if isinstance(observation, str) and observation:
-                    msgs[-1] = {**msgs[-1], "content": str(msgs[-1]["content"]) + observation}
+                    last = msgs[-1].copy()
+                    last["content"] = str(last["content"]) + observation
+                    msgs[-1] = last
             ids = _template_ids(tokenizer, msgs, kwargs, tools=tools or None, add_generation_prompt=True)
             episode = Episode([], [], [], environment=type(env).__name__ if env is not None else None)
             episode._prompt_ids = ids
             live.append((episode, env, tools))
             prompt_ids.append(ids)
     first = generate(prompt_ids, max_completion_length)
-    pending = []
+    pending: list[LiveEpisode] = []
     for (episode, env, tools), (ids, ended) in zip(live, first, strict=True):
         episode.completion_ids, episode.tool_mask, episode.truncated = list(ids), [1] * len(ids), not ended
-        parsed = _parse(tokenizer, ids, episode._prompt_ids, tools) if ids else {"role": "assistant", "content": ""}
+        parsed: JsonObject = (_parse(tokenizer, ids, episode._prompt_ids, tools) if ids
+                              else {"role": "assistant", "content": ""})
         episode.messages.append(parsed)
         if parsed.get("tool_calls"):
             pending.append((episode, env, tools))
     rounds = 0
     while pending and rounds < max_turns:
-        batch, batch_ids = [], []
+        batch: list[LiveEpisode] = []
+        batch_ids: list[list[int]] = []
         for episode, env, tools in pending:
-            results, failures = call_tools(episode.messages[-1]["tool_calls"], {t.__name__: t for t in tools})
+            results, failures = call_tools(episode.messages[-1].get("tool_calls"), {t.__name__: t for t in tools})
             episode.tool_calls += len(results)
             episode.tool_failures += failures
             suffix = tool_suffix_ids(tokenizer, results, kwargs)
@@ -363,9 +405,10 @@ def run_episodes(tokenizer: Any, generate: Generate, prompts: list[list[dict[str
     for episode, _, _ in pending:
         episode.cut_at_limit = True
     for episode, env, _ in live:
-        if env is not None and callable(getattr(env, "get_reward", None)):
+        get_reward = getattr(env, "get_reward", None)  # optional on an environment
+        if env is not None and callable(get_reward):
             try:
-                value = env.get_reward()
+                value = get_reward()
                 episode.environment_reward = None if value is None else float(value)
             except Exception as exc:  # noqa: BLE001 - a failing reward scores nothing, loudly
                 print(f"warning: {type(env).__name__}.get_reward() raised {exc!r}; no reward", file=sys.stderr)

@@ -9,11 +9,14 @@ imported by the function that builds it, so choosing one loads none of them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.sampling.backend import Backend
 from llm_finetuning.vllm_support import VLLM_INSTALL, installed_vllm_version, vllm_problem
+
+if TYPE_CHECKING:
+    from llm_finetuning.models import ResolvedModel
 
 BACKENDS = ("auto", "vllm", "transformers", "endpoint")
 
@@ -56,7 +59,7 @@ def choose_backend(requested: str, endpoint: str | None, has_vllm: bool, has_cud
     return "transformers"
 
 
-def make_backend(name: str, resolved: Any, dtype: str, endpoint: str | None = None,
+def make_backend(name: str, resolved: ResolvedModel | None, dtype: str, endpoint: str | None = None,
                  endpoint_model: str | None = None) -> Backend:
     """Instantiate the chosen backend (this loads the model, except for the endpoint backend, which loads
     only the tokenizer of `resolved` when one is given: episodes render and parse turns here)."""
@@ -76,7 +79,9 @@ def make_backend(name: str, resolved: Any, dtype: str, endpoint: str | None = No
             raise UnusableInput(problem.message, f"{problem.fix}, or use --backend transformers")
         from llm_finetuning.sampling.vllm_backend import VllmBackend
 
+        assert resolved is not None  # only the endpoint samples without a local model
         return VllmBackend(resolved, dtype)
     from llm_finetuning.sampling.transformers_backend import TransformersBackend
 
+    assert resolved is not None
     return TransformersBackend(resolved, dtype)

@@ -14,12 +14,13 @@ share of such groups (TRL logs the same quantity as `frac_reward_zero_std`). Pur
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from llm_finetuning.brief.sections import RewardSpec
 from llm_finetuning.reward_registry import VERIFIERS, is_custom
+from llm_finetuning.sampling.select import sample_number, sample_rewards
 
 NOT_SUCCESS_DECIDING = ("length_penalty", "judge")
 SUCCESS_DEFINITION = ("a completion succeeds when every verifier reward (exact_match, json_schema, unit_tests, tool_call, "
@@ -39,7 +40,20 @@ def verifier_names(rewards: Sequence[RewardSpec]) -> list[str]:
     return [r.name for r in rewards if r.fn not in ("length_penalty",)]
 
 
-def is_success(rewards: dict[str, float | None], verifiers: list[str]) -> bool:
+class BaselineFigures(TypedDict):
+    """What a baseline measured (`baseline_figures`)."""
+
+    pass_at_1: float
+    pass_at_k: float
+    mean_reward: dict[str, float]
+    mean_total: float
+    frac_groups_all_tie: float
+    frac_truncated: float
+    successes: int
+    completions: int
+
+
+def is_success(rewards: Mapping[str, float | None], verifiers: list[str]) -> bool:
     values = [rewards.get(n) for n in verifiers]
     present = [v for v in values if v is not None]
     return bool(present) and all(v >= 1.0 - 1e-9 for v in present)
@@ -49,23 +63,26 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def baseline_figures(groups: list[list[dict[str, Any]]], names: list[str], verifiers: list[str]) -> dict[str, Any]:
+def baseline_figures(groups: Sequence[Sequence[Mapping[str, object]]], names: list[str],
+                     verifiers: list[str]) -> BaselineFigures:
     """Figures of a baseline from scored groups: each completion `{"rewards", "total", "truncated"}`."""
     n_groups = len(groups)
     completions = [c for g in groups for c in g]
-    successes = [sum(is_success(c["rewards"], verifiers) for c in g) for g in groups]
+    rewards = [sample_rewards(c) for c in completions]
+    totals = [sample_number(c.get("total")) for c in completions]
+    successes = [sum(is_success(sample_rewards(c), verifiers) for c in g) for g in groups]
     pass_at_1 = _mean([s / len(g) for s, g in zip(successes, groups, strict=True) if g])
     pass_at_k = _mean([1.0 if s > 0 else 0.0 for s in successes])
     mean_reward: dict[str, float] = {}
     for name in names:
-        vals = [float(c["rewards"][name]) for c in completions if c["rewards"].get(name) is not None]
+        vals = [v for r in rewards if (v := r.get(name)) is not None]
         mean_reward[name] = round(_mean(vals), 6)
     ties = 0
     for g in groups:
-        totals = [float(c["total"]) if c.get("total") is not None else 0.0 for c in g]
-        if totals and max(totals) - min(totals) <= 1e-9:
+        group_totals = [sample_number(c.get("total")) or 0.0 for c in g]
+        if group_totals and max(group_totals) - min(group_totals) <= 1e-9:
             ties += 1
-    totals_all = [float(c["total"]) for c in completions if c.get("total") is not None]
+    totals_all = [t for t in totals if t is not None]
     return {
         "pass_at_1": round(pass_at_1, 6),
         "pass_at_k": round(pass_at_k, 6),
@@ -86,7 +103,7 @@ class Verdict:
     headline: str
     advice: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"signal": self.signal, "headline": self.headline, "advice": self.advice}
 
 
@@ -94,7 +111,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def verdict(fig: dict[str, Any], k: int, max_completion_length: int, num_generations: int | None = None) -> Verdict:
+def verdict(fig: BaselineFigures, k: int, max_completion_length: int, num_generations: int | None = None) -> Verdict:
     """The learning-signal verdict on baseline figures measured with k completions a prompt at
     `max_completion_length` (the record's own settings), with the cheapest fixes first; `num_generations`, the
     group size training uses, when the brief says it."""

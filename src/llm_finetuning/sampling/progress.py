@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 class SamplingProgress:
@@ -13,7 +16,7 @@ class SamplingProgress:
         self.n_prompts = n_prompts
         self.k = k
         self.prompts_done = 0
-        self._bar: Any = None
+        self._bar: tqdm[None] | None = None
         if enabled:
             from tqdm import tqdm
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.records.episodes import completion_view
 from llm_finetuning.records.inspection import sample_explanations
 from llm_finetuning.sampling.data import prompt_text
@@ -28,7 +29,7 @@ def report_paths(record_path: Path) -> tuple[Path, Path]:
     return record_path.with_name(f"{stem}.report.md"), record_path.with_name(f"{stem}.report.html")
 
 
-def _value(v: Any) -> str:
+def _value(v: object) -> str:
     if v is None:
         return "None"
     if isinstance(v, float):
@@ -36,7 +37,7 @@ def _value(v: Any) -> str:
     return str(v)
 
 
-def _reference_text(ref: Any) -> str:
+def _reference_text(ref: object) -> str:
     if isinstance(ref, str):
         return ref
     return json.dumps(ref, ensure_ascii=False, indent=1, sort_keys=True, default=str)
@@ -48,14 +49,30 @@ def _fence(text: str) -> str:
     return f"{ticks}text\n{text}\n{ticks}"
 
 
-def _title(n: int, brief_name: str) -> str:
+def _title(n: int, brief_name: object) -> str:
     return f"Reward inspection: {n} samples ({brief_name})"
 
 
-def render_markdown(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+def _rewards(sample: JsonObject) -> list[tuple[str, JsonValue]]:
+    """A sample's (reward, value) pairs, in the order scored."""
+    rewards = sample.get("rewards")
+    return list(rewards.items()) if isinstance(rewards, dict) else []
+
+
+def _reward_names(meta: Mapping[str, object]) -> list[str]:
+    names = meta["rewards"]
+    return [str(r) for r in names] if isinstance(names, (list, tuple)) else []
+
+
+def _passes(v: JsonValue) -> bool:
+    """A reward value shown as passing (>= 1)."""
+    return isinstance(v, (int, float, str)) and float(v) >= 1
+
+
+def render_markdown(samples: Sequence[JsonObject], meta: Mapping[str, object]) -> str:
     n = len(samples)
     lines = [f"# {_title(n, meta['brief'])}", ""]
-    lines += [f"- model: `{meta['model']}`", f"- rewards: {', '.join(f'`{r}`' for r in meta['rewards'])}",
+    lines += [f"- model: `{meta['model']}`", f"- rewards: {', '.join(f'`{r}`' for r in _reward_names(meta))}",
               f"- record: `{meta['record']}`", f"- success means: {meta['success_definition']}",
               "- totals: " + ", ".join(f"{k}: {v}" for k, v in bin_counts(samples).items()), "",
               "Read each sample and ask: is every reward value right for this completion? Then run "
@@ -75,15 +92,15 @@ def _markdown_cell(text: str) -> str:
     return html.escape(text, quote=False).replace("|", "\\|").replace("`", "\\`")
 
 
-def _markdown_rewards(sample: dict[str, Any]) -> list[str]:
+def _markdown_rewards(sample: JsonObject) -> list[str]:
     """The sample's reward table: value, and why where the rewards explained themselves."""
     why = sample_explanations(sample)
     if why is None:
         return ["| reward | value |", "| --- | --- |",
-                *[f"| `{name}` | {_value(v)} |" for name, v in sample["rewards"].items()]]
+                *[f"| `{name}` | {_value(v)} |" for name, v in _rewards(sample)]]
     return ["| reward | value | why |", "| --- | --- | --- |",
             *[f"| `{name}` | {_value(v)} | {_markdown_cell(why.get(name) or '')} |"
-              for name, v in sample["rewards"].items()]]
+              for name, v in _rewards(sample)]]
 
 
 _CSS = """
@@ -106,7 +123,7 @@ td,th{border:1px solid #e1e4e8;padding:4px 6px;text-align:left}
 """
 
 
-def render_html(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+def render_html(samples: Sequence[JsonObject], meta: Mapping[str, object]) -> str:
     n = len(samples)
     esc = html.escape
     title = _title(n, meta["brief"])
@@ -118,8 +135,8 @@ def render_html(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f'<h1 id="title" data-sample-count="{n}">{esc(title)}</h1>',
         '<div class="meta">',
         f"<div>model: <code>{esc(str(meta['model']))}</code></div>",
-        "<div>rewards: " + ", ".join(f"<code>{esc(r)}</code>" for r in meta["rewards"]) + "</div>",
-        f"<div>success means: {esc(meta['success_definition'])}</div>",
+        "<div>rewards: " + ", ".join(f"<code>{esc(r)}</code>" for r in _reward_names(meta)) + "</div>",
+        f"<div>success means: {esc(str(meta['success_definition']))}</div>",
         f"<div>totals: {totals}</div>",
         f"<div>Read each sample and ask: is every reward value right for this completion? Then run "
         f"<code>finetune review {esc(str(meta['record']))}</code> in your own terminal.</div>",
@@ -131,13 +148,14 @@ def render_html(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         why = sample_explanations(s)
         rows = "".join(
             f"<tr><td><code>{esc(name)}</code></td>"
-            f"<td class=\"{'ok' if v is not None and float(v) >= 1 else 'bad'}\">{esc(_value(v))}</td>"
+            f"<td class=\"{'ok' if _passes(v) else 'bad'}\">{esc(_value(v))}</td>"
             + (f'<td class="why">{esc(why.get(name) or "")}</td>' if why is not None else "") + "</tr>"
-            for name, v in s["rewards"].items())
+            for name, v in _rewards(s))
         head = "<tr><th>reward</th><th>value</th>" + ("<th>why</th>" if why is not None else "") + "</tr>"
+        sid = esc(str(s["id"]))
         parts += [
-            f'<section class="sample {outcome}" id="{esc(s["id"])}" data-sample-id="{esc(s["id"])}">',
-            f"<h2>{i}/{n} <code>{esc(s['id'])}</code>: {outcome}, total {esc(_value(s.get('total')))}{badge}</h2>",
+            f'<section class="sample {outcome}" id="{sid}" data-sample-id="{sid}">',
+            f"<h2>{i}/{n} <code>{sid}</code>: {outcome}, total {esc(_value(s.get('total')))}{badge}</h2>",
             '<div class="grid">',
             f'<div><div class="label">Prompt</div><pre>{esc(prompt_text(s["prompt"]))}</pre></div>',
             '<div><div class="label">{}</div><pre>{}</pre></div>'.format(*map(esc, completion_view(s))),
@@ -150,7 +168,7 @@ def render_html(samples: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def write_reports(record_path: Path, samples: list[dict[str, Any]], meta: dict[str, Any]) -> tuple[Path, Path]:
+def write_reports(record_path: Path, samples: Sequence[JsonObject], meta: Mapping[str, object]) -> tuple[Path, Path]:
     """Write the Markdown and HTML reports beside the record (atomically) and return their paths."""
     from llm_finetuning.fileio import atomic_write_bytes
 

@@ -11,21 +11,37 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.brief.columns import require_columns
 from llm_finetuning.brief.episode import EpisodeSpec
 from llm_finetuning.errors import UnusableInput
-from llm_finetuning.sampling.backend import Completion, SamplingSettings
-from llm_finetuning.sampling.data import DataSplit, build_messages, load_split, pick_indices
+from llm_finetuning.jsonvalue import JsonValue
+from llm_finetuning.sampling.backend import Backend, ChatMessage, Completion, SamplingSettings
+from llm_finetuning.sampling.data import DataSplit, Row, build_messages, load_split, pick_indices
 from llm_finetuning.sampling.factory import choose_backend, cuda_available, make_backend, vllm_installed
 from llm_finetuning.sampling.progress import SamplingProgress
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from llm_finetuning.records.baseline import Decoding
     from llm_finetuning.rewards.code import VerifiedCode
+
+
+class _Score(TypedDict):
+    rewards: dict[str, float | None]
+    total: float | None
+
+
+class Score(_Score, total=False):
+    """One completion's scores: every reward's value (None: the reward abstained), their weighted total, and each
+    reward's explanation when scored with explain."""
+
+    explanations: dict[str, str | None]
 
 
 @dataclass
@@ -33,11 +49,10 @@ class SampledPrompt:
     """One prompt of the split with its k completions and, once scored, each completion's rewards."""
 
     row_index: int
-    row: dict[str, Any]
-    messages: list[dict[str, str]]
+    row: Row
+    messages: list[ChatMessage]
     completions: list[Completion]
-    # {"rewards": {name: v}, "total": v}, and "explanations": {name: why} when scored with explain
-    scores: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[Score] = field(default_factory=list)
 
 
 @dataclass
@@ -46,13 +61,13 @@ class SamplingRun:
     prompts: list[SampledPrompt]
     settings: SamplingSettings
     model_identity: str
-    backend: dict[str, Any]
+    backend: dict[str, JsonValue]
     seconds: float
-    tokenizer: Any = None
+    tokenizer: PreTrainedTokenizerBase | None = None
 
 
 def settings_from_brief(brief: Brief, k: int, seed_offset: int = 0,
-                        max_completion_length: int | None = None, decoding: Any = None) -> SamplingSettings:
+                        max_completion_length: int | None = None, decoding: Decoding | None = None) -> SamplingSettings:
     """The brief's sampling settings (`records.baseline.brief_sampling_settings`) for k samples a prompt.
 
     `decoding` (a `records.baseline.Decoding`) replaces `grpo.temperature` with an evaluation setting.
@@ -72,10 +87,11 @@ def settings_from_brief(brief: Brief, k: int, seed_offset: int = 0,
     )
 
 
-def recorded_settings(run: SamplingRun, system_prompt: str | None) -> dict[str, Any]:
+def recorded_settings(run: SamplingRun, system_prompt: str | None) -> dict[str, object]:
     """What a record keeps about how `run` sampled: the settings its figures depend on, and the backend."""
-    from llm_finetuning.sampling.chat import chat_template_identity
+    from llm_finetuning.sampling.chat import TemplateIdentity, chat_template_identity
 
+    template: TemplateIdentity
     if run.tokenizer is not None:
         template = chat_template_identity(run.tokenizer)
     else:  # an endpoint's chat completions apply the served model's template, which this side cannot see
@@ -118,7 +134,7 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
         identity = resolved.identity
         engine = make_backend(chosen, resolved, model.dtype)
     started = time.monotonic()
-    tokenizer = getattr(engine, "tokenizer", None)
+    tokenizer = engine.tokenizer
 
     def first_call(head: list[SampledPrompt], groups: list[list[Completion]]) -> None:
         probe_rewards(brief, head, groups, data_split.source, tokenizer)
@@ -128,14 +144,13 @@ def sample_brief(brief: Brief, *, n_prompts: int, k: int, split: str = "auto", b
     seconds = time.monotonic() - started
     for p, group in zip(prompts, groups, strict=True):
         p.completions = group
-    return SamplingRun(data_split, prompts, settings, identity, engine.describe(), seconds,
-                       getattr(engine, "tokenizer", None))
+    return SamplingRun(data_split, prompts, settings, identity, engine.describe(), seconds, engine.tokenizer)
 
 
 FirstChunk = Callable[[list[SampledPrompt], list[list[Completion]]], None]
 
 
-def generate_groups(engine: Any, brief: Brief, prompts: list[SampledPrompt], settings: SamplingSettings,
+def generate_groups(engine: Backend, brief: Brief, prompts: list[SampledPrompt], settings: SamplingSettings,
                     bar: SamplingProgress, first_chunk: FirstChunk | None = None,
                     code: VerifiedCode | None = None) -> list[list[Completion]]:
     """k completions a prompt, or k episodes for a tool-use brief: what every sampler of a brief calls.
@@ -159,13 +174,13 @@ def generate_groups(engine: Any, brief: Brief, prompts: list[SampledPrompt], set
     return head + [[replace(c, prompt_index=c.prompt_index + n) for c in group] for group in tail]
 
 
-def _prompts_per_batch(engine: Any, settings: SamplingSettings) -> int:
+def _prompts_per_batch(engine: Backend, settings: SamplingSettings) -> int:
     """How many prompts a backend samples in one batch (transformers' batches of `batch_sequences`)."""
     return max(1, int(getattr(engine, "batch_sequences", 32)) // settings.k)
 
 
 def probe_rewards(brief: Brief, head: list[SampledPrompt], groups: list[list[Completion]], source: str,
-                  tokenizer: Any) -> None:
+                  tokenizer: PreTrainedTokenizerBase | None) -> None:
     """The rewards' first call, on the first prompt's completions as soon as they are sampled: a reward that
     raises ends the verb here (`rewards.build.RewardFailed`, exit 2) rather than after every prompt is sampled.
     The values are thrown away; `score_run` scores every completion later."""
@@ -176,18 +191,19 @@ def probe_rewards(brief: Brief, head: list[SampledPrompt], groups: list[list[Com
     score_rows(brief, rows, describe=describe, **({"tokenizer": tokenizer} if tokenizer is not None else {}))
 
 
-def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[SampledPrompt],
+def sample_episodes(engine: Backend, brief: Brief, spec: EpisodeSpec, prompts: list[SampledPrompt],
                     settings: SamplingSettings, bar: SamplingProgress,
                     first_chunk: FirstChunk | None = None, code: VerifiedCode | None = None) -> list[list[Completion]]:
     """k episodes a prompt through `sampling.episode.run_episodes`, as Completions that carry them."""
     from llm_finetuning.sampling.episode import load_toolbox, prepare_tokenizer, run_episodes
 
-    if not callable(getattr(engine, "generate_ids", None)) or getattr(engine, "tokenizer", None) is None:
+    tokenizer = engine.tokenizer
+    if not callable(getattr(engine, "generate_ids", None)) or tokenizer is None:
         raise UnusableInput(f"the {engine.name} backend cannot continue an episode from token ids (it has no "
                             "generate_ids, or no tokenizer to render and parse turns)",
                             "sample episodes with `--backend transformers`, `--backend vllm` or `--endpoint URL` "
                             "(docs/sampling.md, Episodes)", "episode")
-    prepare_tokenizer(engine.tokenizer, spec, brief.folder)
+    prepare_tokenizer(tokenizer, spec, brief.folder)
     toolbox = load_toolbox(spec, brief.folder, code)
     turn = [0]
 
@@ -199,7 +215,7 @@ def sample_episodes(engine: Any, brief: Brief, spec: EpisodeSpec, prompts: list[
     per_chunk = _prompts_per_batch(engine, settings)  # the bar moves per chunk
     for start in range(0, len(prompts), per_chunk):
         chunk = prompts[start:start + per_chunk]
-        episodes = run_episodes(engine.tokenizer, generate, [p.messages for p in chunk], [p.row for p in chunk],
+        episodes = run_episodes(tokenizer, generate, [p.messages for p in chunk], [p.row for p in chunk],
                                 toolbox, k=settings.k, max_turns=spec.max_turns,
                                 max_completion_length=settings.max_completion_length,
                                 chat_template_kwargs=settings.chat_template_kwargs)
@@ -236,7 +252,7 @@ def score_run(brief: Brief, run: SamplingRun, explain: bool = False, code: Verif
     from llm_finetuning.rewards import score_rows
 
     rows, describe = _score_rows_of(brief, run.prompts, run.split.source)
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     if run.tokenizer is not None:
         kwargs["tokenizer"] = run.tokenizer
     if code is not None:
@@ -246,12 +262,23 @@ def score_run(brief: Brief, run: SamplingRun, explain: bool = False, code: Verif
         scored = score_rows(brief, rows, progress=bar.update, explain=explain, describe=describe, **kwargs)
     it = iter(scored)
     for p in run.prompts:
-        p.scores = [_with_environment_reward({k: s[k] for k in ("rewards", "total", "explanations") if k in s}, c)
-                    for c, s in zip(p.completions, it, strict=False)]
+        p.scores = [_with_environment_reward(_score(s), c) for c, s in zip(p.completions, it, strict=False)]
+
+
+def _score(scored: Mapping[str, object]) -> Score:
+    """A row `score_rows` scored, as a Score."""
+    from llm_finetuning.sampling.select import sample_number, sample_rewards
+
+    score: Score = {"rewards": sample_rewards(scored), "total": sample_number(scored["total"])}
+    explanations = scored.get("explanations")
+    if isinstance(explanations, Mapping):
+        score["explanations"] = {str(k): v if v is None or isinstance(v, str) else str(v)
+                                 for k, v in explanations.items()}
+    return score
 
 
 def _score_rows_of(brief: Brief, prompts: list[SampledPrompt],
-                   source: str) -> tuple[list[dict[str, Any]], Callable[[int], str]]:
+                   source: str) -> tuple[list[Row], Callable[[int], str]]:
     """The rows `score_rows` takes for every completion of `prompts` (the data row, its prompt, the completion),
     and what row i is in words: "completion j of data row R (SOURCE)"."""
     field_name = brief.data.prompt_field
@@ -266,9 +293,9 @@ def _score_rows_of(brief: Brief, prompts: list[SampledPrompt],
     return rows, where.__getitem__
 
 
-def _with_environment_reward(score: dict[str, Any], completion: Completion) -> dict[str, Any]:
+def _with_environment_reward(score: Score, completion: Completion) -> Score:
     """An episode's environment reward (`get_reward()`) added as TRL adds it: named after the class, weight 1."""
-    env = (completion.episode or {}).get("environment")
+    env = completion.episode.get("environment") if completion.episode is not None else None
     if not env:
         return score
     value = env.get("reward")

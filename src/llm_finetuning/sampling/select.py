@@ -13,28 +13,59 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
+
+# A candidate sample: `prompt_index`, `rewards` ({name: value or None}), `total`, `completion`, and whatever
+# else the caller keeps with it (it gets its own objects back).
+Sample = TypeVar("Sample", bound=Mapping[str, object])
+RewardKey = tuple[tuple[str, float | None], ...]
 
 
-def reward_key(rewards: dict[str, float | None]) -> tuple[tuple[str, float | None], ...]:
+def reward_key(rewards: Mapping[str, float | None]) -> RewardKey:
     return tuple(sorted((k, None if v is None else round(float(v), 3)) for k, v in rewards.items()))
 
 
-def _pair(candidate: dict[str, Any]) -> tuple[Any, Any]:
+def sample_rewards(sample: Mapping[str, object]) -> dict[str, float | None]:
+    """A sample's `rewards`, {name: value or None} (TypeError when it holds another shape)."""
+    rewards = sample["rewards"]
+    if not isinstance(rewards, Mapping):
+        raise TypeError(f"rewards is {type(rewards).__name__}, not an object")
+    return {str(k): sample_number(v) for k, v in rewards.items()}
+
+
+def sample_number(value: object) -> float | None:
+    """A reward value or total as a number (a string through float()); None stays None (TypeError for what is
+    no number)."""
+    if value is None or isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        return float(value)
+    raise TypeError(f"a reward value is {type(value).__name__}, not a number")
+
+
+def _prompt_index(sample: Mapping[str, object]) -> int:
+    index = sample["prompt_index"]
+    if not isinstance(index, int):
+        raise TypeError(f"prompt_index is {type(index).__name__}, not an int")
+    return index
+
+
+def _pair(candidate: Mapping[str, object]) -> tuple[object, object]:
     """(prompt, completion); a candidate without its text is distinct from every other."""
     return candidate["prompt_index"], candidate["completion"] if "completion" in candidate else id(candidate)
 
 
-def spread_samples(candidates: list[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:
+def spread_samples(candidates: Sequence[Sample], n: int, seed: int) -> list[Sample]:
     """`n` candidates (each with `prompt_index`, `rewards`, `total`, `completion`) spread over prompts and
     reward values, distinct (prompt, completion) pairs first.
 
     Returned in a seeded shuffled order, so the reviewer does not meet all successes in a row.
     """
     rng = random.Random(seed)
-    seen: set[tuple[Any, Any]] = set()
-    distinct: list[dict[str, Any]] = []
-    repeats: list[dict[str, Any]] = []
+    seen: set[tuple[object, object]] = set()
+    distinct: list[Sample] = []
+    repeats: list[Sample] = []
     for c in candidates:
         (repeats if _pair(c) in seen else distinct).append(c)
         seen.add(_pair(c))
@@ -45,12 +76,12 @@ def spread_samples(candidates: list[dict[str, Any]], n: int, seed: int) -> list[
     return chosen
 
 
-def repeated_pairs(samples: list[dict[str, Any]]) -> int:
+def repeated_pairs(samples: Sequence[Mapping[str, object]]) -> int:
     """How many samples repeat the (prompt, completion) pair of an earlier one."""
     return len(samples) - len({_pair(s) for s in samples})
 
 
-def repeat_note(samples: list[dict[str, Any]]) -> str | None:
+def repeat_note(samples: Sequence[Mapping[str, object]]) -> str | None:
     """What to say when the samples could not all be distinct (None when they are)."""
     repeated = repeated_pairs(samples)
     if not repeated:
@@ -60,16 +91,16 @@ def repeat_note(samples: list[dict[str, Any]]) -> str | None:
             "distinct pairs; more prompts in data.train, or a higher grpo.temperature, give more distinct ones")
 
 
-def _spread(candidates: list[dict[str, Any]], n: int, rng: random.Random, shown: dict[int, int]) -> list[dict[str, Any]]:
+def _spread(candidates: list[Sample], n: int, rng: random.Random, shown: dict[int, int]) -> list[Sample]:
     """Up to `n` candidates, visiting the reward bins in turn and, in each, the prompt shown least (`shown`,
     updated)."""
-    bins: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    bins: dict[RewardKey, list[Sample]] = defaultdict(list)
     for c in candidates:
-        bins[reward_key(c["rewards"])].append(c)
+        bins[reward_key(sample_rewards(c))].append(c)
     for members in bins.values():
         rng.shuffle(members)
     order = sorted(bins, key=lambda key: (sum(v for _, v in key if v is not None), repr(key)))
-    chosen: list[dict[str, Any]] = []
+    chosen: list[Sample] = []
     while len(chosen) < n and any(bins[key] for key in order):
         for key in order:
             if len(chosen) >= n:
@@ -77,17 +108,17 @@ def _spread(candidates: list[dict[str, Any]], n: int, rng: random.Random, shown:
             members = bins[key]
             if not members:
                 continue
-            best = min(range(len(members)), key=lambda i: shown[members[i]["prompt_index"]])
+            best = min(range(len(members)), key=lambda i: shown[_prompt_index(members[i])])
             pick = members.pop(best)
-            shown[pick["prompt_index"]] += 1
+            shown[_prompt_index(pick)] += 1
             chosen.append(pick)
     return chosen
 
 
-def bin_counts(samples: list[dict[str, Any]]) -> dict[str, int]:
+def bin_counts(samples: Sequence[Mapping[str, object]]) -> dict[str, int]:
     """How many samples have each total (as a readable key), for the report's summary."""
     counts: dict[str, int] = defaultdict(int)
     for s in samples:
-        total = s.get("total")
-        counts["none" if total is None else f"{float(total):g}"] += 1
+        total = sample_number(s.get("total"))
+        counts["none" if total is None else f"{total:g}"] += 1
     return dict(sorted(counts.items()))

@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llm_finetuning.cputhreads import size_torch_threads
-from llm_finetuning.sampling.backend import Completion, Message, SamplingSettings
+from llm_finetuning.jsonvalue import JsonValue
+from llm_finetuning.sampling.backend import ChatMessage, Completion, SamplingSettings
 from llm_finetuning.sampling.chat import eos_token_ids, render_prompt
 from llm_finetuning.sampling.progress import SamplingProgress
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from llm_finetuning.models import CausalLM, ResolvedModel
 
 # Sequences generated per forward batch (k per prompt); a GPU takes far larger batches than a CPU.
 CPU_BATCH_SEQUENCES = 32
 GPU_BATCH_SEQUENCES = 256
 
 
-def decoding_kwargs(settings: SamplingSettings) -> dict[str, Any]:
+def decoding_kwargs(settings: SamplingSettings) -> dict[str, bool | float | None]:
     """`generate`'s decoding arguments: sampling as GRPO samples (top-k off), or greedy.
 
     Greedy unsets every sampling knob, so a model's own generation_config (temperature 0.7, top_k 50 ...)
@@ -36,7 +42,7 @@ def decoding_kwargs(settings: SamplingSettings) -> dict[str, Any]:
 class TransformersBackend:
     name = "transformers"
 
-    def __init__(self, resolved: Any, dtype: str = "bfloat16", device: str | None = None,
+    def __init__(self, resolved: ResolvedModel, dtype: str = "bfloat16", device: str | None = None,
                  batch_sequences: int | None = None) -> None:
         import torch
 
@@ -50,7 +56,7 @@ class TransformersBackend:
         self._use(load_model(resolved, self.dtype, self.device), load_tokenizer(resolved), batch_sequences)
 
     @classmethod
-    def for_loaded(cls, model: Any, tokenizer: Any, device: str, batch_sequences: int | None = None) -> TransformersBackend:
+    def for_loaded(cls, model: CausalLM, tokenizer: PreTrainedTokenizerBase, device: str, batch_sequences: int | None = None) -> TransformersBackend:
         """A backend around a model already in memory (the policy while it trains): nothing is loaded."""
         backend = cls.__new__(cls)
         backend.device = device
@@ -58,7 +64,7 @@ class TransformersBackend:
         backend._use(model, tokenizer, batch_sequences)
         return backend
 
-    def _use(self, model: Any, tokenizer: Any, batch_sequences: int | None) -> None:
+    def _use(self, model: CausalLM, tokenizer: PreTrainedTokenizerBase, batch_sequences: int | None) -> None:
         self.tokenizer = tokenizer
         self.model = model
         self.eos_ids = eos_token_ids(self.tokenizer, self.model.generation_config)
@@ -66,14 +72,14 @@ class TransformersBackend:
         self.batch_sequences = batch_sequences or (int(env_batch) if env_batch else None) or (
             GPU_BATCH_SEQUENCES if self.device != "cpu" else CPU_BATCH_SEQUENCES)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, JsonValue]:
         import torch
 
         return {"backend": self.name, "device": self.device, "dtype": self.dtype,
                 "batch_sequences": self.batch_sequences,
                 **({"cpu_threads": torch.get_num_threads()} if self.device == "cpu" else {})}
 
-    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+    def generate(self, conversations: list[list[ChatMessage]], settings: SamplingSettings,
                  progress: SamplingProgress) -> list[list[Completion]]:
         import torch
 
@@ -84,7 +90,8 @@ class TransformersBackend:
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else (self.eos_ids[0] if self.eos_ids else 0)
         for start in range(0, len(texts), prompts_per_batch):
             chunk = texts[start:start + prompts_per_batch]
-            enc_kwargs: dict[str, Any] = {"return_tensors": "pt", "padding": True, "add_special_tokens": False}
+            enc_kwargs: dict[str, str | bool | int] = {"return_tensors": "pt", "padding": True,
+                                                       "add_special_tokens": False}
             if settings.max_prompt_length:
                 enc_kwargs.update(truncation=True, max_length=settings.max_prompt_length)
             tok.padding_side = "left"
@@ -106,7 +113,7 @@ class TransformersBackend:
                     kept = ids if end is None else ids[:end]
                     group.append(Completion(
                         prompt_index=start + p, sample_index=j,
-                        text=tok.decode(kept, skip_special_tokens=True),
+                        text=_decoded(tok, kept),
                         truncated=end is None and len(ids) >= settings.max_completion_length,
                         num_tokens=len(kept) + (0 if end is None else 1),
                     ))
@@ -137,3 +144,11 @@ class TransformersBackend:
                 end = next((i for i, t in enumerate(ids) if t in self.eos_ids), None)
                 out.append((ids if end is None else ids[:end + 1], end is not None))
         return out
+
+
+def _decoded(tokenizer: PreTrainedTokenizerBase, ids: list[int]) -> str:
+    """One sequence's text without special tokens (`decode` types a batch's list of texts too)."""
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    if not isinstance(text, str):
+        raise TypeError(f"decode of one sequence returned {type(text).__name__}")
+    return text

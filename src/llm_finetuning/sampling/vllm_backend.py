@@ -13,18 +13,22 @@ only `continuation_params_kwargs` is tested (docs/sampling.md, Episodes).
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from llm_finetuning.sampling.backend import Completion, Message, SamplingSettings
+from llm_finetuning.jsonvalue import JsonValue
+from llm_finetuning.sampling.backend import ChatMessage, Completion, SamplingSettings
 from llm_finetuning.sampling.chat import render_prompt
 from llm_finetuning.sampling.progress import SamplingProgress
+
+if TYPE_CHECKING:
+    from llm_finetuning.models import ResolvedModel
 
 # Prompts handed to the engine per call: large enough to keep the GPU busy, small enough for a live bar.
 PROMPTS_PER_CALL = 64
 GPU_MEMORY_UTILIZATION = 0.85
 
 
-def sampling_params_kwargs(settings: SamplingSettings, prompt_index: int) -> dict[str, Any]:
+def sampling_params_kwargs(settings: SamplingSettings, prompt_index: int) -> dict[str, int | float]:
     """The `vllm.SamplingParams` arguments for one prompt (pure, so it is tested without vLLM).
 
     top_k is left at vLLM's default (disabled), as in GRPO training; greedy is vLLM's temperature 0.
@@ -37,7 +41,7 @@ def sampling_params_kwargs(settings: SamplingSettings, prompt_index: int) -> dic
     }
 
 
-def continuation_params_kwargs(settings: SamplingSettings, max_new_tokens: int, seed: int) -> dict[str, Any]:
+def continuation_params_kwargs(settings: SamplingSettings, max_new_tokens: int, seed: int) -> dict[str, int | float]:
     """The `vllm.SamplingParams` arguments for one episode turn: one continuation of `max_new_tokens` at
     most, sampled as `sampling_params_kwargs` samples (greedy is temperature 0)."""
     return {
@@ -51,7 +55,7 @@ def continuation_params_kwargs(settings: SamplingSettings, max_new_tokens: int, 
 class VllmBackend:
     name = "vllm"
 
-    def __init__(self, resolved: Any, dtype: str = "bfloat16") -> None:
+    def __init__(self, resolved: ResolvedModel, dtype: str = "bfloat16") -> None:
         from vllm import LLM
 
         from llm_finetuning.models import load_tokenizer
@@ -62,12 +66,12 @@ class VllmBackend:
         self.llm = LLM(model=resolved.path, revision=resolved.revision, dtype=dtype,
                        gpu_memory_utilization=GPU_MEMORY_UTILIZATION, seed=0)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, JsonValue]:
         import vllm
 
         return {"backend": self.name, "device": "cuda", "dtype": self.dtype, "vllm_version": vllm.__version__}
 
-    def generate(self, conversations: list[list[Message]], settings: SamplingSettings,
+    def generate(self, conversations: list[list[ChatMessage]], settings: SamplingSettings,
                  progress: SamplingProgress) -> list[list[Completion]]:
         from vllm import SamplingParams
 
