@@ -188,7 +188,7 @@ def probe_rewards(brief: Brief, head: list[SampledPrompt], groups: list[list[Com
 
     first = SampledPrompt(head[0].row_index, head[0].row, head[0].messages, groups[0])
     rows, describe = _score_rows_of(brief, [first], source)
-    score_rows(brief, rows, describe=describe, **({"tokenizer": tokenizer} if tokenizer is not None else {}))
+    score_rows(brief, rows, describe=describe, tokenizer=tokenizer)
 
 
 def sample_episodes(engine: Backend, brief: Brief, spec: EpisodeSpec, prompts: list[SampledPrompt],
@@ -252,14 +252,10 @@ def score_run(brief: Brief, run: SamplingRun, explain: bool = False, code: Verif
     from llm_finetuning.rewards import score_rows
 
     rows, describe = _score_rows_of(brief, run.prompts, run.split.source)
-    kwargs: dict[str, object] = {}
-    if run.tokenizer is not None:
-        kwargs["tokenizer"] = run.tokenizer
-    if code is not None:
-        kwargs["code"] = code
     with tqdm(total=len(rows), desc="Scoring", unit="completion", file=sys.stderr, dynamic_ncols=True,
               mininterval=0.5) as bar:
-        scored = score_rows(brief, rows, progress=bar.update, explain=explain, describe=describe, **kwargs)
+        scored = score_rows(brief, rows, progress=bar.update, explain=explain, describe=describe,
+                            tokenizer=run.tokenizer, code=code)
     it = iter(scored)
     for p in run.prompts:
         p.scores = [_with_environment_reward(_score(s), c) for c, s in zip(p.completions, it, strict=False)]
