@@ -28,7 +28,7 @@ def test_demo_runs_the_whole_pipeline(tmp_path: Path) -> None:
     names = [s["name"] for s in summary["stages"]]
     assert len(names) == 7
     assert summary["stages"][1]["note"].startswith("rejected")  # the gate refused the brief without records
-    assert summary["stages"][2]["note"] == "passed"
+    assert summary["stages"][2]["note"].startswith("passed")
     assert 0.0 <= summary["pass_at_1_before"] <= 1.0 and 0.0 <= summary["pass_at_1_after"] <= 1.0
     assert summary["ci95"][0] <= summary["ci95"][1] and isinstance(summary["beyond_noise"], bool)
     run = Path(summary["run_dir"])
@@ -99,3 +99,20 @@ def test_demo_works_in_the_cache_folder_not_the_checkout(tmp_path: Path, monkeyp
     assert json.loads(result.stdout)["work_dir"] == str(tmp_path / "cache" / "demo")
     CliRunner().invoke(cli, ["demo", "--json", "--out", "here"])
     assert seen[-1] == Path("here")
+
+
+def test_the_gate_note_says_which_warnings_are_the_shipped_records(tmp_path: Path) -> None:
+    """The gate on the example's shipped records warns that its inspection record is unsigned and untimed: the demo's
+    note says so, and that a review of the user's own brief signs and times its record."""
+    import shutil
+
+    from llm_finetuning.demo import example_dir, gate_note
+
+    shutil.copytree(example_dir(), tmp_path / "example")
+    gate = subprocess.run([sys.executable, "-m", "llm_finetuning.cli", "gate", str(tmp_path / "example/brief.yaml")],
+                          capture_output=True, text=True, check=False)
+    assert gate.returncode == 0, gate.stdout
+    note = gate_note(gate.stdout)
+    assert note.startswith("passed with warnings: reward_inspected: the example's inspection record has no signature")
+    assert "signed and timed" in note
+    assert gate_note("PASS  base_success  fine") == "passed"
