@@ -15,18 +15,29 @@ import json
 import math
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import torch
-from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers import (
+    PreTrainedTokenizerBase,
+    TrainerCallback,
+    TrainerControl,
+    TrainerState,
+    TrainingArguments,
+)
 
 from llm_finetuning.launch.trl_private import last_generation_batch
 from llm_finetuning.rundir import COMPLETIONS, END_EVENT, METRICS, STOP_REQUEST
 from llm_finetuning.rundir.checkpoints import commit_checkpoint
 
 if TYPE_CHECKING:
+    from tqdm.auto import tqdm
+    from trl import GRPOTrainer
+
     from llm_finetuning.evaluation.during import HeldOutEvaluator
+    from llm_finetuning.models import CausalLM
 
 
 class Stop(Protocol):
@@ -35,16 +46,23 @@ class Stop(Protocol):
     signal_name: str | None
 
 
-def clean(value: Any) -> Any:
+@runtime_checkable
+class Scalar(Protocol):
+    """A one-element tensor or a numpy scalar: `item()` gives its Python number."""
+
+    def item(self) -> object: ...
+
+
+def clean(value: object) -> object:
     """JSON-safe metric values: NaN and infinities become null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    if hasattr(value, "item"):
+    if isinstance(value, Scalar):
         return clean(value.item())
     return value
 
 
-def append_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+def append_jsonl(path: Path, rows: Sequence[Mapping[str, object]]) -> None:
     with open(path, "a", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
@@ -58,13 +76,17 @@ class HeldOutEval(TrainerCallback):
         self.evaluator = evaluator
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                       **kw: Any) -> None:
+                       **kw: object) -> None:
         if state.is_world_process_zero and state.global_step == 0:
             self.evaluator.write_base_row()
 
-    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: Any = None,
-                    processing_class: Any = None, **kw: Any) -> None:
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                    model: CausalLM | None = None, processing_class: PreTrainedTokenizerBase | None = None,
+                    **kw: object) -> None:
+        """`model` is the policy and `processing_class` its tokenizer (launch gives GRPOTrainer a model id and
+        a tokenizer: `trainer._build_trainer`); transformers passes both to every event."""
         if state.is_world_process_zero and self.evaluator.due(state.global_step):
+            assert model is not None and processing_class is not None
             self.evaluator.evaluate(model, processing_class, state.global_step)
 
 
@@ -76,11 +98,11 @@ class MetricsLog(TrainerCallback):
         self.path, self.stop, self.started = run_dir / METRICS, stop, 0.0
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                       **kw: Any) -> None:
+                       **kw: object) -> None:
         self.started = time.monotonic()
 
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-               logs: dict[str, Any] | None = None, **kw: Any) -> None:
+               logs: dict[str, float] | None = None, **kw: object) -> None:
         if state.is_world_process_zero and logs:
             row = {"step": state.global_step, "epoch": clean(state.epoch),
                    "elapsed_s": round(time.monotonic() - self.started, 3)}
@@ -91,7 +113,7 @@ class MetricsLog(TrainerCallback):
             append_jsonl(self.path, [row])
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                     **kw: Any) -> None:
+                     **kw: object) -> None:
         # The end marker `finetune diagnose --follow` and the gate's deviation check wait for; a run
         # stopped early by a signal has not ended and gets none.
         if state.is_world_process_zero and self.stop.signal_name is None and state.global_step >= state.max_steps:
@@ -107,7 +129,7 @@ class StopOnSignal(TrainerCallback):
         self.request = request
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                    **kw: Any) -> TrainerControl:
+                    **kw: object) -> TrainerControl:
         if self.stop.signal_name is None and self.request.exists():
             self.stop.signal_name = STOP_REQUEST
         flag = self.stop.signal_name is not None
@@ -126,10 +148,10 @@ class Progress(TrainerCallback):
     """A tqdm bar on stderr: steps, with the latest reward and loss."""
 
     def __init__(self) -> None:
-        self.bar: Any = None
+        self.bar: tqdm | None = None
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                       **kw: Any) -> None:
+                       **kw: object) -> None:
         if state.is_world_process_zero:
             from tqdm.auto import tqdm
 
@@ -137,19 +159,19 @@ class Progress(TrainerCallback):
                             file=sys.stderr, dynamic_ncols=True)
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                    **kw: Any) -> None:
+                    **kw: object) -> None:
         if self.bar is not None:
             self.bar.update(state.global_step - self.bar.n)
 
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-               logs: dict[str, Any] | None = None, **kw: Any) -> None:
+               logs: dict[str, float] | None = None, **kw: object) -> None:
         if self.bar is not None and logs:
             shown = {k: f"{v:.3g}" for k, v in logs.items()
                      if k in ("reward", "loss", "kl", "entropy") and isinstance(v, (int, float))}
             self.bar.set_postfix(shown, refresh=False)
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                     **kw: Any) -> None:
+                     **kw: object) -> None:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
@@ -160,7 +182,7 @@ class CommitCheckpoints(TrainerCallback):
     after `_save_checkpoint` returns: the folder is whole by then (TRL's own files and trainer_state.json written,
     save_total_limit's rotation done), so the marker comes last."""
 
-    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: Any) -> None:
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kw: object) -> None:
         from accelerate import PartialState
         from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
@@ -181,7 +203,7 @@ class FreezeHeap(TrainerCallback):
         self.frozen = False
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                    **kw: Any) -> None:
+                    **kw: object) -> None:
         if not self.frozen:
             self.frozen = True
             gc.collect()
@@ -193,13 +215,13 @@ class CompletionLog(TrainerCallback):
     `prompt`, `completion`, `rewards` by function name). TRL keeps the batch only privately
     (`trl_private.last_generation_batch`); this callback holds the trainer to read it there."""
 
-    def __init__(self, run_dir: Path, trainer: Any) -> None:
+    def __init__(self, run_dir: Path, trainer: GRPOTrainer) -> None:
         self.path, self.trainer = run_dir / COMPLETIONS, trainer
         self.last_batch: tuple[int, int, int] | None = None
 
-    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: Any = None,
-               **kw: Any) -> None:
-        if not state.is_world_process_zero or not getattr(model, "training", False):
+    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+               model: torch.nn.Module | None = None, **kw: object) -> None:
+        if not state.is_world_process_zero or model is None or not model.training:
             return
         prompts, completions, rewards = last_generation_batch(self.trainer)
         if not completions:

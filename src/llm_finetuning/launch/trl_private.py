@@ -12,8 +12,13 @@ Light: no torch, transformers or trl import at module level.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from transformers import GenerationMixin
+    from trl import GRPOTrainer
 
 TRL_VERSION = "1.16.0"  # pinned in pyproject.toml; a new pin means checking every entry again
 TRANSFORMERS_VERSION = "5.24.0"  # the version the entries were read in (pyproject allows >=5.0,<6)
@@ -74,14 +79,17 @@ PRIVATE_USES: tuple[PrivateUse, ...] = (
 )
 
 
-def last_generation_batch(trainer: Any) -> tuple[list[Any], list[Any], dict[str, list[Any]]]:
+def last_generation_batch(trainer: GRPOTrainer) -> tuple[list[object], list[object], dict[str, list[object]]]:
     """(prompts, completions, {reward name: values}) of the trainer's latest generation batch, gathered from
-    every process (TRL's `_logs`, sized to one generation batch)."""
+    every process (TRL's `_logs`, sized to one generation batch). Prompts and completions are strings or chat
+    messages, each reward a float (NaN where the function gave none): written out as they are."""
     logs = trainer._logs
-    return list(logs["prompt"]), list(logs["completion"]), {name: list(v) for name, v in logs["rewards"].items()}
+    rewards = logs["rewards"]
+    assert isinstance(rewards, Mapping)  # TRL's defaultdict of deques, one per reward function name
+    return list(logs["prompt"]), list(logs["completion"]), {str(name): list(v) for name, v in rewards.items()}
 
 
-def presize_static_cache(model: Any, max_cache_len: int) -> None:
+def presize_static_cache(model: GenerationMixin, max_cache_len: int) -> None:
     """Make transformers without GenerationConfig.max_cache_len size the model's static cache for
     `max_cache_len` at its first generate (the memo it keeps of the longest cache so far)."""
     model._previous_max_cache_length = max(max_cache_len, getattr(model, "_previous_max_cache_length", 0))
