@@ -22,11 +22,12 @@ import shutil
 import signal
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from llm_finetuning.brief import Brief, DataSpec
 from llm_finetuning.brief.columns import require_columns
@@ -50,7 +51,15 @@ from llm_finetuning.rundir.checkpoints import (
 )
 
 if TYPE_CHECKING:
+    import torch
+    from datasets import Dataset
+    from transformers import PreTrainedTokenizerBase
+    from trl import DatasetMixtureConfig, GRPOConfig, GRPOTrainer, ModelConfig
+    from trl.scripts.grpo import GRPOScriptArguments
+    from trl.trainer.grpo_trainer import RewardFunc as TrlRewardFunc
+
     from llm_finetuning.evaluation.during import HeldOutEvaluator
+    from llm_finetuning.models import ResolvedModel
     from llm_finetuning.rewards.code import VerifiedCode
 
 
@@ -61,6 +70,22 @@ class TrainOutcome:
     stopped_by: str | None  # signal name when a signal ended the run early; "stop.request" for `finetune stop`'s file
     checkpoint: str | None  # last committed checkpoint
     final_model: str | None
+
+
+class GrpoArguments(NamedTuple):
+    """grpo_config.yaml as TRL's parser for `trl grpo` reads it, in the order `make_parser` lists them."""
+
+    script: GRPOScriptArguments
+    training: GRPOConfig
+    model: ModelConfig
+    dataset: DatasetMixtureConfig
+
+
+@runtime_checkable
+class WrapsBaseModel(Protocol):
+    """A PEFT model: the transformers model it adapts is `get_base_model()`."""
+
+    def get_base_model(self) -> torch.nn.Module: ...
 
 
 class StopFlag:
@@ -74,7 +99,7 @@ class StopFlag:
         for sig in STOP_SIGNALS:
             signal.signal(sig, self._handle)
 
-    def _handle(self, signum: int, frame: Any) -> None:
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signal_name = signal.Signals(signum).name
         print(f"\nfinetune launch: {self.signal_name} received; saving a checkpoint at the end of this step "
               "(send it again to stop at once)", file=sys.stderr, flush=True)
@@ -164,7 +189,7 @@ def _truncate_jsonl(path: Path, max_step: int) -> None:
     atomic_write_text(path, "".join(k + "\n" for k in kept), 0o644)
 
 
-def _resolve_model(brief: Brief) -> tuple[str, Any]:
+def _resolve_model(brief: Brief) -> tuple[str, ResolvedModel]:
     """(path for from_pretrained, resolved model). Embedded and GGUF models are dequantised once."""
     from llm_finetuning.models import resolve_model
 
@@ -172,7 +197,7 @@ def _resolve_model(brief: Brief) -> tuple[str, Any]:
     return str(resolved.path), resolved
 
 
-def _prepare_dataset(dataset: Any, data: DataSpec, tokenizer: Any) -> Any:
+def _prepare_dataset(dataset: Dataset, data: DataSpec, tokenizer: PreTrainedTokenizerBase | None) -> Dataset:
     """The brief's prompt field becomes `prompt`; string prompts become chat messages when the model has a
     chat template (the way baseline and inspection sampled them), with data.system_prompt first."""
     field = data.prompt_field
@@ -187,7 +212,7 @@ def _prepare_dataset(dataset: Any, data: DataSpec, tokenizer: Any) -> Any:
     system = data.system_prompt
     chat = bool(getattr(tokenizer, "chat_template", None)) if tokenizer is not None else bool(system)
 
-    def to_messages(row: dict[str, Any]) -> dict[str, Any]:
+    def to_messages(row: Mapping[str, object]) -> dict[str, object]:
         prompt = row["prompt"]
         if isinstance(prompt, str) and (chat or system):
             messages = ([{"role": "system", "content": system}] if system else []) + \
@@ -200,7 +225,7 @@ def _prepare_dataset(dataset: Any, data: DataSpec, tokenizer: Any) -> Any:
     return dataset
 
 
-def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any,
+def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: GRPOConfig,
                         code: VerifiedCode | None) -> HeldOutEvaluator | None:
     """The brief's held_out_eval as an evaluator, or None (off, or a run of several processes, said once); it
     scores with the rewards and tools of the verified bytes, as training does."""
@@ -219,10 +244,10 @@ def _held_out_evaluator(brief: Brief, run_dir: Path, training_args: Any,
         raise LaunchRefused([exc.problem], EXIT_UNUSABLE, why="the brief's held_out_eval cannot run") from None
 
 
-def _load_tokenizer(resolved: Any) -> Any:
+def _load_tokenizer(resolved: ResolvedModel) -> PreTrainedTokenizerBase:
     from llm_finetuning.models import load_tokenizer
 
-    tok = load_tokenizer(resolved)
+    tok: PreTrainedTokenizerBase = load_tokenizer(resolved)
     tok.padding_side = "left"  # decoder-only generation pads on the left, as TRL's own loader does
     tok.truncation_side = "left"
     if tok.pad_token is None and tok.eos_token is not None:
@@ -230,10 +255,12 @@ def _load_tokenizer(resolved: Any) -> Any:
     return tok
 
 
-def _episode_kwargs(brief: Brief, tokenizer: Any, code: VerifiedCode | None = None) -> dict[str, Any]:
+def _episode_kwargs(brief: Brief, tokenizer: PreTrainedTokenizerBase,
+                    code: VerifiedCode | None = None) -> dict[str, Any]:
     """GRPOTrainer's tools= or environment_factory= for a tool-use brief ({} without one), each tool call
     under episode.tool_timeout_s; the tokenizer gets the brief's chat template and TRL's response parser,
-    exactly as sampling gave them (`sampling.episode`)."""
+    exactly as sampling gave them (`sampling.episode`). Its values stay untyped for GRPOTrainer's keywords:
+    `sampling.episode.Environment.reset` returns object, where TRL's EnvironmentFactory declares `str | None`."""
     from llm_finetuning.errors import UnusableInput
     from llm_finetuning.sampling.episode import load_toolbox, prepare_tokenizer
 
@@ -260,11 +287,10 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
         # passes nothing deprecated itself (`_activation_checkpointing_args`), so only these warnings, inside this
         # run, are left out.
         warnings.filterwarnings("ignore", message=TRL_DEPRECATED_USES, category=FutureWarning)
-        script_args, training_args, model_args, dataset_args = _parse_grpo_config(extra_args)
-        output_dir = _set_up_outputs(training_args, run_dir)
+        grpo_args = _parse_grpo_config(extra_args)
+        output_dir = _set_up_outputs(grpo_args.training, run_dir)
         checkpoint = _start_or_resume(run_dir, output_dir, resume)
-        trainer = _build_trainer(brief, run_dir, stop, progress, script_args, training_args, model_args,
-                                 dataset_args, code)
+        trainer = _build_trainer(brief, run_dir, stop, progress, grpo_args, code)
         stop.install()  # kept through the final save: a signal then is deferred, not a kill mid-write
         finished, final_model = _train_and_save(trainer, stop, checkpoint, run_dir)
     last = last_complete_checkpoint(output_dir)
@@ -276,7 +302,7 @@ def train(run_dir: Path, brief: Brief, resume: bool = False, extra_args: list[st
     )
 
 
-def _parse_grpo_config(extra_args: list[str] | None) -> tuple[Any, Any, Any, Any]:
+def _parse_grpo_config(extra_args: list[str] | None) -> GrpoArguments:
     """grpo_config.yaml (in the working directory) and `extra_args`, read by TRL's parser for `trl grpo`:
     (script_args, training_args, model_args, dataset_args)."""
     from trl.scripts.grpo import make_parser
@@ -284,7 +310,7 @@ def _parse_grpo_config(extra_args: list[str] | None) -> tuple[Any, Any, Any, Any
     argv = ["--config", GRPO_CONFIG, *_activation_checkpointing_args(), *(extra_args or [])]
     script_args, training_args, model_args, dataset_args, _rest = make_parser().parse_args_and_config(
         argv, return_remaining_strings=True)
-    return script_args, training_args, model_args, dataset_args
+    return GrpoArguments(script_args, training_args, model_args, dataset_args)
 
 
 def _activation_checkpointing_args() -> list[str]:
@@ -307,7 +333,7 @@ def _activation_checkpointing_args() -> list[str]:
     return [] if value is None else ["--activation_checkpointing", "true" if value else "false"]
 
 
-def _set_up_outputs(training_args: Any, run_dir: Path) -> Path:
+def _set_up_outputs(training_args: GRPOConfig, run_dir: Path) -> Path:
     """CPU threads sized as the sampler sizes them (generation and training share them), TensorBoard's event
     files beside metrics.jsonl rather than in checkpoints/, and the checkpoints folder made absolute (returned)."""
     import torch
@@ -318,6 +344,7 @@ def _set_up_outputs(training_args: Any, run_dir: Path) -> Path:
         from llm_finetuning.brief.tracking import TENSORBOARD_DIR
 
         os.environ["TENSORBOARD_LOGGING_DIR"] = str(run_dir / TENSORBOARD_DIR)
+    assert training_args.output_dir is not None  # TrainingArguments defaults it to trainer_output
     output_dir = (run_dir / training_args.output_dir).resolve()
     training_args.output_dir = str(output_dir)
     return output_dir
@@ -343,8 +370,8 @@ def _start_or_resume(run_dir: Path, output_dir: Path, resume: bool) -> Path | No
     return checkpoint
 
 
-def _build_trainer(brief: Brief, run_dir: Path, stop: StopFlag, progress: bool, script_args: Any,
-                   training_args: Any, model_args: Any, dataset_args: Any, code: VerifiedCode | None) -> Any:
+def _build_trainer(brief: Brief, run_dir: Path, stop: StopFlag, progress: bool, grpo_args: GrpoArguments,
+                   code: VerifiedCode | None) -> GRPOTrainer:
     """TRL's GRPOTrainer for the run: its model, rewards, data, tools and our callbacks, decoding compiled where
     the run renders a static cache, and transformers' own progress printing replaced by ours."""
     import torch
@@ -353,11 +380,12 @@ def _build_trainer(brief: Brief, run_dir: Path, stop: StopFlag, progress: bool, 
 
     from llm_finetuning.launch.callbacks import CompletionLog, training_callbacks
 
+    training_args, model_args = grpo_args.training, grpo_args.model
     model_path, resolved = _resolve_model(brief)
     training_args.model_init_kwargs = _model_init_kwargs(training_args, model_args, model_path, resolved)
     reward_funcs = _reward_funcs(brief, code)
     tokenizer = _load_tokenizer(resolved)
-    dataset = _training_dataset(brief, script_args, dataset_args, tokenizer)
+    dataset = _training_dataset(brief, grpo_args.script, grpo_args.dataset, tokenizer)
     episode_kwargs = _episode_kwargs(brief, tokenizer, code)
     trainer = GRPOTrainer(
         model=model_path,
@@ -382,21 +410,24 @@ def _build_trainer(brief: Brief, run_dir: Path, stop: StopFlag, progress: bool, 
     return trainer
 
 
-def _model_init_kwargs(training_args: Any, model_args: Any, model_path: str, resolved: Any) -> dict[str, Any]:
+def _model_init_kwargs(training_args: GRPOConfig, model_args: ModelConfig, model_path: str,
+                       resolved: ResolvedModel) -> dict[str, object]:
     """What GRPOTrainer passes to from_pretrained: TRL script's ModelConfig values, then the config's own."""
-    kwargs = {
+    kwargs: dict[str, object] = {
         "revision": model_args.model_revision,
         "trust_remote_code": training_args.trust_remote_code,
         "attn_implementation": model_args.attn_implementation,
         "dtype": model_args.dtype,
     }
-    kwargs.update(training_args.model_init_kwargs or {})
-    if getattr(resolved, "revision", None) is None and model_path != model_args.model_name_or_path:
+    configured = training_args.model_init_kwargs
+    assert not isinstance(configured, str)  # TrainingArguments parses a JSON string into its dict
+    kwargs.update(configured or {})
+    if resolved.revision is None and model_path != model_args.model_name_or_path:
         kwargs.pop("revision", None)  # a dequantised local copy has no hub revision
     return kwargs
 
 
-def _reward_funcs(brief: Brief, code: VerifiedCode | None) -> list[Any]:
+def _reward_funcs(brief: Brief, code: VerifiedCode | None) -> list[TrlRewardFunc]:
     """The brief's rewards as rewards_entry.py builds them (verified equal to a fresh render), built here from
     the verified brief rather than imported from the run folder, which stays writable after verification; a
     custom reward runs confined, from the source bytes the verification read (`rewards.build.CustomReward`)."""
@@ -408,7 +439,8 @@ def _reward_funcs(brief: Brief, code: VerifiedCode | None) -> list[Any]:
             for i, spec in enumerate(brief.rewards)]
 
 
-def _training_dataset(brief: Brief, script_args: Any, dataset_args: Any, tokenizer: Any) -> Any:
+def _training_dataset(brief: Brief, script_args: GRPOScriptArguments, dataset_args: DatasetMixtureConfig,
+                      tokenizer: PreTrainedTokenizerBase) -> Dataset:
     """The config's training split, its columns checked against the rewards' (a hub dataset is first seen here,
     before any model loads), with the brief's prompt field and system prompt applied."""
     from trl import get_dataset
@@ -421,7 +453,7 @@ def _training_dataset(brief: Brief, script_args: Any, dataset_args: Any, tokeniz
     return _prepare_dataset(dataset, brief.data, tokenizer)
 
 
-def _train_and_save(trainer: Any, stop: StopFlag, checkpoint: Path | None, run_dir: Path) -> tuple[bool, str | None]:
+def _train_and_save(trainer: GRPOTrainer, stop: StopFlag, checkpoint: Path | None, run_dir: Path) -> tuple[bool, str | None]:
     """Train (from `checkpoint` when resuming); (whether max_steps was reached, the final model's folder). A run
     a signal stopped early saves no final model; a stop asked after the last step changes nothing."""
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
@@ -445,7 +477,7 @@ def compile_cache_dir() -> Path:
     return cache_root() / "torch-compile"
 
 
-def compile_decoding(trainer: Any, max_cache_len: int) -> None:
+def compile_decoding(trainer: GRPOTrainer, max_cache_len: int) -> None:
     """Decode from the static KV cache through a compiled forward (CUDA graphs) instead of TRL's eager one.
 
     TRL builds its GenerationConfig with `disable_compile=True`; this lifts it. The cache is sized once for the
@@ -461,13 +493,16 @@ def compile_decoding(trainer: Any, max_cache_len: int) -> None:
     if hasattr(config, "max_cache_len"):
         config.max_cache_len = max_cache_len
         return
+    from transformers import GenerationMixin
+
     model = trainer.model  # an older transformers: its private memo of the longest cache (launch.trl_private)
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = model.get_base_model() if isinstance(model, WrapsBaseModel) else model
     for module in {id(model): model, id(base): base}.values():
-        presize_static_cache(module, max_cache_len)
+        if isinstance(module, GenerationMixin):  # the model that generates (a PEFT wrapper hands generate down)
+            presize_static_cache(module, max_cache_len)
 
 
-def _save_final(trainer: Any, run_dir: Path) -> str:
+def _save_final(trainer: GRPOTrainer, run_dir: Path) -> str:
     """The trained weights (or adapter) in RUN_DIR/model, swapped in whole (temp folder, then rename)."""
     tmp = run_dir / f".{FINAL_MODEL}.tmp"
     final = run_dir / FINAL_MODEL
