@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -28,6 +28,7 @@ from llm_finetuning.launch import LaunchRefused
 from llm_finetuning.rundir import LAUNCH_SCRIPT
 
 if TYPE_CHECKING:
+    from llm_finetuning.jsonvalue import JsonObject
     from llm_finetuning.launch.runlock import RunLock
 
 
@@ -79,8 +80,8 @@ def _refuse(run_dir: Path, refused: LaunchRefused, as_json: bool = False) -> NoR
     fail(refused, as_json, subject=run_dir)
 
 
-def _print_detached(record: dict[str, Any]) -> None:
-    q = shlex.quote(str(Path(record["log"]).parent))
+def _print_detached(record: JsonObject) -> None:
+    q = shlex.quote(str(Path(str(record["log"])).parent))
     click.echo(f"finetune launch: started in the background, pid {record['pid']}; log {record['log']}")
     click.echo(f"  watch:  finetune status {q}")
     click.echo(f"  follow: finetune diagnose {q} --follow --timeout 240")

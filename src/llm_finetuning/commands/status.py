@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
+
+if TYPE_CHECKING:
+    from llm_finetuning.launch.detach import RunStatus
 
 
 def _duration(seconds: float | None) -> str:
@@ -28,7 +31,7 @@ def _duration(seconds: float | None) -> str:
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
-def render_status(run_dir: Path, status: dict[str, Any]) -> str:
+def render_status(run_dir: Path, status: RunStatus) -> str:
     """The human form: one summary line, then pid/log, the finding, how it ended, what to run next."""
     from llm_finetuning.launch.detach import RunState
 

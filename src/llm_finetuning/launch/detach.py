@@ -33,14 +33,19 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from llm_finetuning.errors import Problem, TextEnum, UnusableInput
 from llm_finetuning.fileio import atomic_write_json, read_json_object, utc_now
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.launch import runlock
 from llm_finetuning.rundir import CHECKPOINTS, GRPO_CONFIG, LAUNCH_EXIT, LAUNCH_LOG, LAUNCH_PID, STOP_REQUEST
 from llm_finetuning.rundir.checkpoints import last_complete_checkpoint, start_problem
 from llm_finetuning.rundir.manifest import load_manifest
+
+if TYPE_CHECKING:
+    from llm_finetuning.diagnose import Trajectory
 
 PID_FORMAT = 2  # 2: launch_id and pid_namespace; the run's lock, not the process table, says it runs
 _ENV_LAUNCH_ID = "LLM_FINETUNING_LAUNCH_ID"  # the supervisor's launch id, written into launch.exit.json
@@ -58,11 +63,57 @@ class RunState(TextEnum):
     NOT_STARTED = "not_started"
 
 
+class FindingSummary(TypedDict):
+    """The most serious diagnose finding, as `finetune status` shows it."""
+
+    id: str
+    severity: str
+    message: str
+    variant: str | None
+    fix: str
+
+
+class RunProgress(TypedDict):
+    """How far a run got, from metrics.jsonl."""
+
+    step: int
+    reward: float | None
+    elapsed_s: float | None
+    eta_s: float | None
+
+
+class RunStatus(TypedDict):
+    """The `finetune status --json` object (docs/render-launch.md). `exit_code` and `signal` are launch.exit.json's
+    values as written."""
+
+    state: RunState
+    step: int
+    max_steps: int | None
+    reward: float | None
+    elapsed_s: float | None
+    eta_s: float | None
+    pid: int | None
+    log: str | None
+    finding: FindingSummary | None
+    exit_code: JsonValue
+    signal: JsonValue
+    checkpoint: str | None
+    log_tail: list[str]
+    next: list[str]
+
+
+class StateFacts(NamedTuple):
+    """What decided a run's state: the pid of the launch, and launch.exit.json when this launch wrote it."""
+
+    pid: int | None
+    exit: JsonObject | None
+
+
 LOG_TAIL_LINES = 15
 _LOG_HEADER = "=== finetune launch --detach"  # starts each launch's part of launch.log
 
 
-def _read_record(path: Path) -> dict[str, Any] | None:
+def _read_record(path: Path) -> JsonObject | None:
     """A JSON object from launch.pid or launch.exit.json; None when absent or unreadable."""
     try:
         return read_json_object(path, "launch record")
@@ -70,7 +121,7 @@ def _read_record(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def read_launch(run_dir: Path) -> dict[str, Any] | None:
+def read_launch(run_dir: Path) -> JsonObject | None:
     """RUN_DIR/launch.pid, or None when there is none (or it cannot be read as a pid record)."""
     record = _read_record(Path(run_dir) / LAUNCH_PID)
     if record is None or not isinstance(record.get("pid"), int) or not isinstance(record.get("pgid"), int):
@@ -78,7 +129,7 @@ def read_launch(run_dir: Path) -> dict[str, Any] | None:
     return record
 
 
-def read_exit(run_dir: Path, record: dict[str, Any]) -> dict[str, Any] | None:
+def read_exit(run_dir: Path, record: JsonObject) -> JsonObject | None:
     """RUN_DIR/launch.exit.json when it was written by the launch `record` describes (same launch_id)."""
     ended = _read_record(Path(run_dir) / LAUNCH_EXIT)
     if ended is None or ended.get("launch_id") is None or ended.get("launch_id") != record.get("launch_id"):
@@ -94,7 +145,7 @@ def _pid_namespace() -> str | None:
         return None
 
 
-def live_run(run_dir: Path) -> dict[str, Any] | None:
+def live_run(run_dir: Path) -> JsonObject | None:
     """What the launch training in `run_dir` now says of itself (`runlock.holder`: pid, started_at, command),
     None when none holds the run's lock. The same answer from any pid namespace."""
     if not runlock.is_held(run_dir):
@@ -121,7 +172,7 @@ def detach_problem(run_dir: Path, resume: bool) -> Problem | None:
     return start_problem(_rendered_config(Path(run_dir).resolve())[1], resume)
 
 
-def start_detached(run_dir: Path, resume: bool, lock: runlock.RunLock) -> dict[str, Any]:
+def start_detached(run_dir: Path, resume: bool, lock: runlock.RunLock) -> JsonObject:
     """Start `finetune launch RUN_DIR [--resume]` under a supervisor in its own session, handing it the run's
     `lock` (taken by the caller, which has verified the run); write launch.pid and return it."""
     run_dir = Path(run_dir).resolve()
@@ -137,7 +188,7 @@ def start_detached(run_dir: Path, resume: bool, lock: runlock.RunLock) -> dict[s
                                 cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True, pass_fds=(lock.fd,))
     lock.describe(proc.pid, shlex.join(command))
-    record = {
+    record: JsonObject = {
         "format": PID_FORMAT,
         "launch_id": launch_id,
         "pid": proc.pid,
@@ -160,7 +211,7 @@ class NothingRuns(UnusableInput):
 SIGNALLED, ALREADY_ASKED, ENDED = "signalled", "already_asked", "ended"
 
 
-def request_stop(run_dir: Path) -> tuple[dict[str, Any], str]:
+def request_stop(run_dir: Path) -> tuple[JsonObject, str]:
     """Ask the detached run to checkpoint and stop: the request is recorded in launch.pid (so `finetune status`
     says stopped, not failed) and in RUN_DIR/stop.request, which the trainer reads at the end of each step, so
     it reaches the run from any pid namespace; from the run's own namespace SIGTERM also goes to its process
@@ -184,9 +235,11 @@ def request_stop(run_dir: Path) -> tuple[dict[str, Any], str]:
     record = {**record, "stop_requested_at": utc_now(), "stop_signal": "SIGTERM"}
     atomic_write_json(run_dir / LAUNCH_PID, record)
     atomic_write_json(run_dir / STOP_REQUEST, {"requested_at": record["stop_requested_at"]})
+    pgid = record["pgid"]
+    assert isinstance(pgid, int)  # read_launch accepts only a record with an integer pgid
     if record.get("pid_namespace") is not None and record.get("pid_namespace") == _pid_namespace():
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(int(record["pgid"]), signal.SIGTERM)
+            os.killpg(pgid, signal.SIGTERM)
     else:
         record["stop_signal"] = None  # the request file alone reaches it
         atomic_write_json(run_dir / LAUNCH_PID, record)
@@ -219,14 +272,15 @@ def _rendered_config(run_dir: Path) -> tuple[int | None, Path]:
             run_dir / (output_dir if isinstance(output_dir, str) else CHECKPOINTS))
 
 
-def _progress(traj: Any, max_steps: int | None) -> dict[str, Any]:
+def _progress(traj: Trajectory, max_steps: int | None) -> RunProgress:
     """Step, last reward, training seconds and seconds per step from metrics.jsonl's `elapsed_s`, which
     restarts at each launch (a resumed run starts a new segment)."""
     steps: list[int] = traj.steps
-    elapsed = [row.get("elapsed_s") for row in traj.rows]
+    logged = [row.get("elapsed_s") for row in traj.rows]
+    elapsed = [e for e in logged if isinstance(e, (int, float))]
     reward = next((row["reward"] for row in reversed(traj.rows) if row.get("reward") is not None), None)
     total, per_step = None, None
-    if steps and all(isinstance(e, (int, float)) for e in elapsed):
+    if steps and len(elapsed) == len(logged):
         total, seg_start = 0.0, 0
         for i in range(1, len(elapsed)):
             if elapsed[i] < elapsed[i - 1]:  # a new launch (resume): its clock restarted
@@ -242,7 +296,7 @@ def _progress(traj: Any, max_steps: int | None) -> dict[str, Any]:
             "eta_s": eta}
 
 
-def _finding(run_dir: Path, traj: Any) -> dict[str, Any] | None:
+def _finding(run_dir: Path, traj: Trajectory) -> FindingSummary | None:
     """The most serious diagnose finding now, or None when healthy (the rules need a few steps first)."""
     from llm_finetuning.diagnose import diagnose, failure_modes, load_context
 
@@ -254,7 +308,7 @@ def _finding(run_dir: Path, traj: Any) -> dict[str, Any] | None:
     if not findings:
         return None
     f = findings[0]
-    return {"id": f.id, "severity": f.severity, "message": f.evidence.get("message", ""), "variant": f.variant,
+    return {"id": f.id, "severity": f.severity, "message": str(f.evidence.get("message", "")), "variant": f.variant,
             "fix": f.fix}
 
 
@@ -283,19 +337,20 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
     return kept[-lines:]
 
 
-def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, running: dict[str, Any] | None,
-           ckpt: Path | None) -> tuple[RunState, dict[str, Any]]:
+def _state(run_dir: Path, record: JsonObject | None, traj: Trajectory | None, running: JsonObject | None,
+           ckpt: Path | None) -> tuple[RunState, StateFacts]:
     """The state and the facts that decided it (pid, exit record)."""
-    facts: dict[str, Any] = {"pid": None, "exit": None}
-    if record is not None:
-        facts["pid"] = int(record["pid"])
+    recorded_pid = record["pid"] if record is not None else None
+    pid = recorded_pid if isinstance(recorded_pid, int) else None  # read_launch accepts only an integer pid
+    facts = StateFacts(pid, None)
     if running is not None:
-        if record is None and isinstance(running.get("pid"), int):
-            facts["pid"] = running["pid"]
+        running_pid = running.get("pid")
+        if record is None and isinstance(running_pid, int):
+            facts = StateFacts(running_pid, None)
         return RunState.RUNNING, facts
     if record is not None:
-        facts["exit"] = read_exit(run_dir, record)
-        if facts["exit"] is not None and facts["exit"].get("exit_code") == 0:
+        facts = StateFacts(pid, read_exit(run_dir, record))
+        if facts.exit is not None and facts.exit.get("exit_code") == 0:
             return RunState.FINISHED, facts
         return (RunState.STOPPED if record.get("stop_requested_at") else RunState.FAILED), facts
     # Launched in the foreground (or by hand) and no longer running: the metrics tell how it ended.
@@ -308,7 +363,7 @@ def _state(run_dir: Path, record: dict[str, Any] | None, traj: Any, running: dic
     return RunState.FAILED, facts
 
 
-def run_status(run_dir: Path) -> dict[str, Any]:
+def run_status(run_dir: Path) -> RunStatus:
     """The `finetune status --json` object (docs/render-launch.md): state, step, max_steps, reward, elapsed_s, eta_s,
     pid, log, finding; plus exit_code, signal, checkpoint, log_tail and next. Raises UnusableInput when
     RUN_DIR is not a rendered run directory."""
@@ -324,7 +379,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     except UnusableInput:
         traj = None
     state, facts = _state(run_dir, record, traj, live_run(run_dir), ckpt)
-    progress: dict[str, Any] = {"step": 0, "reward": None, "elapsed_s": None, "eta_s": None}
+    progress: RunProgress = {"step": 0, "reward": None, "elapsed_s": None, "eta_s": None}
     if traj is not None:
         progress = _progress(traj, max_steps)
     if state == RunState.FINISHED:
@@ -332,15 +387,15 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     elif state != RunState.RUNNING:
         progress["eta_s"] = None
     log = run_dir / LAUNCH_LOG
-    ended = facts["exit"] or {}
-    out: dict[str, Any] = {
+    ended = facts.exit or {}
+    out: RunStatus = {
         "state": state,
         "step": progress["step"],
         "max_steps": max_steps,
         "reward": progress["reward"],
         "elapsed_s": progress["elapsed_s"],
         "eta_s": progress["eta_s"],
-        "pid": facts["pid"],
+        "pid": facts.pid,
         "log": str(log) if log.is_file() else None,
         "finding": _finding(run_dir, traj) if traj is not None else None,
         "exit_code": ended.get("exit_code"),
@@ -374,7 +429,7 @@ def supervise(run_dir: Path, command: list[str]) -> int:
     child would inherit through exec."""
     received: list[str] = []
 
-    def note(signum: int, frame: Any) -> None:
+    def note(signum: int, frame: FrameType | None) -> None:
         received.append(signal.Signals(signum).name)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -392,7 +447,7 @@ def supervise(run_dir: Path, command: list[str]) -> int:
     except OSError as exc:
         print(f"finetune launch --detach: cannot start {shlex.join(command)}: {exc}", file=sys.stderr, flush=True)
         code = 127
-    ended = {
+    ended: dict[str, object] = {
         "format": PID_FORMAT,
         "launch_id": os.environ.get(_ENV_LAUNCH_ID),
         "child_pid": child_pid,

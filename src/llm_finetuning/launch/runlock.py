@@ -26,9 +26,9 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.fileio import utc_now
+from llm_finetuning.jsonvalue import JsonObject
 from llm_finetuning.rundir import LAUNCH_LOCK
 
 ENV_FD = "LLM_FINETUNING_RUN_LOCK_FD"  # the descriptor of the lock a parent launch handed down
@@ -126,7 +126,7 @@ def held_by_ancestor(run_dir: Path) -> bool:
     return handed_down(run_dir) and is_held(run_dir)
 
 
-def holder(run_dir: Path) -> dict[str, Any]:
+def holder(run_dir: Path) -> JsonObject:
     """What the holder wrote about itself ({} when unreadable); its pid is the one its own namespace sees."""
     try:
         data = json.loads(_path(run_dir).read_text(encoding="utf-8"))
