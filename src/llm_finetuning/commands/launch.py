@@ -118,7 +118,7 @@ def command(run_dir: Path, resume: bool, detach: bool, plan_only: bool) -> None:
     plan = launch_plan(run, resume)
     mode = run.topology.launch_mode
     if plan_only:
-        click.echo(render_problems(run.warnings, as_json=True, extra=plan))
+        click.echo(render_problems(run.warnings, as_json=True, extra=dict(plan)))
         return
     if mode == "sbatch":
         _refuse(run_dir, LaunchRefused([Problem("several_nodes", "hardware.nodes", f"this run spans {plan['nodes']} "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import (
@@ -26,7 +26,7 @@ from llm_finetuning.errors import (
     sort_problems,
 )
 from llm_finetuning.rundir import LAUNCH_SCRIPT, SBATCH_SCRIPT
-from llm_finetuning.rundir.manifest import Topology, brief_path, load_manifest, verify_manifest
+from llm_finetuning.rundir.manifest import LaunchMode, Topology, brief_path, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
 if TYPE_CHECKING:
@@ -170,7 +170,22 @@ def bound_code_sha256(run_dir: Path, manifest: dict[str, Any]) -> dict[str, str]
     return {}
 
 
-def launch_plan(run: VerifiedRun, resume: bool) -> dict[str, Any]:
+class LaunchPlan(TypedDict):
+    """What `finetune launch` will run: how, the command, the run's topology, and any backend problem."""
+
+    run_dir: str
+    how: LaunchMode
+    command: str
+    generation: str
+    train_processes: int
+    server_gpus: int
+    distributed: str
+    nodes: int
+    resume: bool
+    backend_problems: list[str]
+
+
+def launch_plan(run: VerifiedRun, resume: bool) -> LaunchPlan:
     """What `finetune launch` will run, as data (printed by `--plan`, checked by tests)."""
     args = ["--resume"] if resume else []
     topo = run.topology
