@@ -6,7 +6,7 @@ import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn, ParamSpec, TypeVar
 
 import click
 
@@ -19,9 +19,12 @@ from llm_finetuning.errors import (
     sort_problems,
 )
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 
 def fail(exc: ProblemError, as_json: bool = False, subject: Path | str = "",
-         extra: dict[str, Any] | None = None) -> NoReturn:
+         extra: dict[str, object] | None = None) -> NoReturn:
     """The one conversion of an exception that carries Problems: the JSON error shape on stdout (`extra`: the
     verb's own keys), or its header about `subject` and one line a Problem on stderr (`error: LINE` when it has
     no header); then exit with its code (2 unusable, 1 refused)."""
@@ -34,12 +37,12 @@ def fail(exc: ProblemError, as_json: bool = False, subject: Path | str = "",
     sys.exit(exc.exit_code)
 
 
-def converting_problems(callback: Callable[..., Any]) -> Callable[..., Any]:
+def converting_problems(callback: Callable[P, R]) -> Callable[P, R]:
     """A verb's callback whose ProblemError (an UnusableInput met anywhere below it) ends through `fail`, in the
     verb's `--json` form when it was asked for: the verbs need no `except` of their own for it."""
 
     @functools.wraps(callback)
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return callback(*args, **kwargs)
         except ProblemError as exc:

@@ -10,12 +10,39 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 import click
 
 from llm_finetuning.commands._common import fail, load_checked_brief
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE, UnusableInput
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from llm_finetuning.memory import Estimate, Settings
+
+T = TypeVar("T")
+
+
+class SettingsOptions(TypedDict):
+    """The options that override a Settings field of the same name (None: not given)."""
+
+    adapter: str | None
+    dtype: str | None
+    gpus: int | None
+    gpu_memory_gib: float | None
+    num_generations: int | None
+    per_device_batch: int | None
+    gradient_accumulation_steps: int | None
+    max_completion_length: int | None
+    prompt_tokens: int | None
+    beta: float | None
+    generation: str | None
+    gradient_checkpointing: bool | None
+    distributed: str | None
+    vllm_gpu_memory_utilization: float | None
+    sleep_mode: bool | None  # Settings.vllm_enable_sleep_mode
 
 _LABELS = {
     "policy_weights": "policy weights",
@@ -56,7 +83,7 @@ _LABELS = {
 @click.option("--list-models", is_flag=True, help="List the built-in model shapes and exit.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 def command(brief_path: Path | None, model_id: str | None, as_json: bool, list_models: bool,
-            **options: Any) -> None:
+            **options: Unpack[SettingsOptions]) -> None:
     """Predict the peak GPU memory of a GRPO run per GPU and say whether it fits.
 
     Give a brief (--brief) or a model (--model); options override the brief's values. Exit 0 fits,
@@ -81,8 +108,7 @@ def command(brief_path: Path | None, model_id: str | None, as_json: bool, list_m
         assert model_id is not None
         shape = resolve_shape(model_id)
         settings = Settings()
-    changes = _changes(options)
-    settings = replace(settings, **changes)
+    settings = _with_options(settings, options)
     if settings.generation != "vllm-colocate":
         settings = replace(settings, vllm_gpu_memory_utilization=None, vllm_enable_sleep_mode=None)
     result = estimate_shape(shape, settings)
@@ -93,17 +119,35 @@ def command(brief_path: Path | None, model_id: str | None, as_json: bool, list_m
     sys.exit(EXIT_OK if result.fits else EXIT_REJECTED)
 
 
-def _changes(options: dict[str, Any]) -> dict[str, Any]:
-    """CLI options given -> Settings fields."""
-    names = {"per_device_batch": "per_device_batch", "gpu_memory_gib": "gpu_memory_gib",
-             "sleep_mode": "vllm_enable_sleep_mode"}
-    out = {names.get(k, k): v for k, v in options.items() if v is not None}
-    if "gradient_accumulation_steps" in out:
-        out.setdefault("steps_per_generation", None)
-    return out
+def _given(option: T | None, current: T) -> T:
+    return current if option is None else option
 
 
-def render(result: Any) -> str:
+def _with_options(settings: Settings, o: SettingsOptions) -> Settings:
+    """`settings` with the CLI options given; a given gradient_accumulation_steps also sets steps_per_generation
+    back to TRL's default (the same number)."""
+    return replace(
+        settings,
+        adapter=_given(o["adapter"], settings.adapter),
+        dtype=_given(o["dtype"], settings.dtype),
+        gpus=_given(o["gpus"], settings.gpus),
+        gpu_memory_gib=_given(o["gpu_memory_gib"], settings.gpu_memory_gib),
+        num_generations=_given(o["num_generations"], settings.num_generations),
+        per_device_batch=_given(o["per_device_batch"], settings.per_device_batch),
+        gradient_accumulation_steps=_given(o["gradient_accumulation_steps"], settings.gradient_accumulation_steps),
+        steps_per_generation=None if o["gradient_accumulation_steps"] is not None else settings.steps_per_generation,
+        max_completion_length=_given(o["max_completion_length"], settings.max_completion_length),
+        prompt_tokens=_given(o["prompt_tokens"], settings.prompt_tokens),
+        beta=_given(o["beta"], settings.beta),
+        generation=_given(o["generation"], settings.generation),
+        gradient_checkpointing=_given(o["gradient_checkpointing"], settings.gradient_checkpointing),
+        distributed=_given(o["distributed"], settings.distributed),
+        vllm_gpu_memory_utilization=_given(o["vllm_gpu_memory_utilization"], settings.vllm_gpu_memory_utilization),
+        vllm_enable_sleep_mode=_given(o["sleep_mode"], settings.vllm_enable_sleep_mode),
+    )
+
+
+def render(result: Estimate) -> str:
     """The human report: settings, breakdown, total, verdict, recommendations, advice."""
     s = result.settings
     lines = [
