@@ -21,12 +21,13 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from llm_finetuning import locations
 from llm_finetuning.errors import UnusableInput
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from llm_finetuning.gate.protection import Protection, Registered
@@ -75,7 +76,7 @@ def briefs_records(briefs: list[Path]) -> tuple[list[Path], list[str]]:
     return sorted(folders), warnings
 
 
-def read_settings(path: Path) -> dict[str, object]:
+def read_settings(path: Path) -> JsonObject:
     if not path.is_file():
         return {}
     try:
@@ -104,11 +105,11 @@ def hard_links(folders: list[Path]) -> list[Path]:
     return sorted(set(found))
 
 
-def undoing(settings: dict[str, Any]) -> list[tuple[tuple[str, ...], Any]]:
+def undoing(settings: JsonObject) -> list[tuple[tuple[str, ...], bool]]:
     """The entries of one settings layer that turn the sandbox or the hooks off, or disable this plugin."""
-    found: list[tuple[tuple[str, ...], Any]] = []
+    found: list[tuple[tuple[str, ...], bool]] = []
     for keys, bad in UNDOING:
-        node: Any = settings
+        node: JsonValue = settings
         for key in keys:
             node = node.get(key) if isinstance(node, dict) else None
         if node is bad:
@@ -120,10 +121,12 @@ def undoing(settings: dict[str, Any]) -> list[tuple[tuple[str, ...], Any]]:
     return found
 
 
-def drop(settings: dict[str, Any], keys: tuple[str, ...]) -> None:
+def drop(settings: JsonObject, keys: tuple[str, ...]) -> None:
     node = settings
     for key in keys[:-1]:
-        node = node[key]
+        child = node[key]
+        assert isinstance(child, dict)  # `undoing` found the entry under it
+        node = child
     del node[keys[-1]]
 
 

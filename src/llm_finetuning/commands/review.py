@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -41,6 +41,8 @@ from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, EXIT_UNUSABLE
 from llm_finetuning.records.review_session import VERDICT_KEYS, Finish, ReviewSession
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from llm_finetuning.records.inspection import ReviewerKey
 
 KEYS_HELP = ("[a] agree  [d] disagree  [u] unsure  (+ a note: `d age is a string`)\n"
@@ -122,7 +124,7 @@ class Review(ReviewSession):
         c.print("Is every reward value right for this completion?  " + KEYS_HELP, markup=False)
 
 
-def _ask(console: Any, prompt: str) -> str | None:
+def _ask(console: Console, prompt: str) -> str | None:
     """One line from the person; None on end of input or Ctrl-C."""
     from rich.markup import escape
 
