@@ -12,9 +12,9 @@ judging the training-temperature record, since GRPO's learning signal comes from
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -27,11 +27,12 @@ if TYPE_CHECKING:
     from llm_finetuning.sampling.run import SamplingRun
 
 DEFAULT_PROMPTS = 32
+Verb = TypeVar("Verb", bound=Callable[..., object])  # a verb's callback, before click makes it a command
 
 
-def decoding_options(instead: str) -> Any:
+def decoding_options(instead: str) -> Callable[[Verb], Verb]:
     """--temperature and --greedy, shared by baseline and eval; `instead`: what they replace."""
-    def add(f: Any) -> Any:
+    def add(f: Verb) -> Verb:
         f = click.option("--greedy", is_flag=True,
                          help=f"Decode greedily (no sampling, one completion per prompt) instead of {instead}.")(f)
         f = click.option("--temperature", type=click.FloatRange(0, 5, min_open=True), default=None, metavar="T",
@@ -40,7 +41,7 @@ def decoding_options(instead: str) -> Any:
     return add
 
 
-def backend_options(f: Any) -> Any:
+def backend_options(f: Verb) -> Verb:
     """--endpoint, --endpoint-model and --backend, shared by baseline and inspect."""
     f = click.option("--backend", type=click.Choice(["auto", "vllm", "transformers", "endpoint"]), default="auto",
                      show_default=True,
@@ -52,7 +53,7 @@ def backend_options(f: Any) -> Any:
     return f
 
 
-def build_record(brief: Brief, run: SamplingRun, purpose: str = "training") -> tuple[dict[str, Any], Verdict]:
+def build_record(brief: Brief, run: SamplingRun, purpose: str = "training") -> tuple[dict[str, object], Verdict]:
     """The baseline record (through `records.baseline.make_baseline`) and the verdict of a scored run.
 
     `purpose` is `training` (the record the gate judges) or `evaluation` (another decoding setting).
@@ -176,7 +177,7 @@ def command(brief: Path, n_prompts: int, k: int | None, temperature: float | Non
 CUT_ADVICE_SHARE = 0.2
 
 
-def episode_advice(brief: Any, episodes: Sequence[Mapping[str, object] | None]) -> str | None:
+def episode_advice(brief: Brief, episodes: Sequence[Mapping[str, object] | None]) -> str | None:
     """Before the first inspection, the one time an episode change costs nothing: how many of the baseline's
     episodes the turn limit cut, and that a change after `finetune inspect` makes both records stale."""
     eps = [e for e in episodes if isinstance(e, Mapping)]
