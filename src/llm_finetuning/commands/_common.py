@@ -1,10 +1,11 @@
-"""Helpers shared by the verbs: loading a brief for a verb and printing problems the one way."""
+"""Helpers shared by the verbs: loading a brief for a verb, printing problems the one way, and reading the fields
+of a result (an evaluation, a calibration, scored rows) as the type the output needs."""
 
 from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NoReturn, ParamSpec, TypeVar
 
@@ -78,3 +79,22 @@ def load_checked_brief(path: str | Path, as_json: bool = False, *, for_gate: boo
     if brief is None:
         fail_brief(errors, Path(path), as_json)
     return brief
+
+
+def number(value: object) -> float:
+    """A result's figure as a number (TypeError naming what it is otherwise)."""
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number, found {type(value).__name__}")
+    return value
+
+
+def optional_number(value: object) -> float | None:
+    """A figure that may be absent (None: not applicable, or not measured)."""
+    return None if value is None else number(value)
+
+
+def fields(value: object) -> Mapping[str, object]:
+    """A nested object of a result ({name: value}; TypeError naming what it is otherwise)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object, found {type(value).__name__}")
+    return value

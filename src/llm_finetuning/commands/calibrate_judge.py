@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import click
 
-from llm_finetuning.commands._common import fail, load_checked_brief
+from llm_finetuning.commands._common import fail, fields, load_checked_brief, number, optional_number
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, UnusableInput
 
+Spec = TypeVar("Spec")  # a judge reward's spec, handed back as it came
 
-def _pick(judges: list[tuple[str, int, dict[str, Any]]], wanted: str | None) -> tuple[str, int, dict[str, Any]]:
+
+def _pick(judges: list[tuple[str, int, Spec]], wanted: str | None) -> tuple[str, int, Spec]:
     names = ", ".join(n for n, _, _ in judges)
     if not judges:
         raise UnusableInput("the brief has no judge reward", "add a `fn: judge` entry to rewards, or use a verifier",
@@ -34,11 +37,11 @@ def _pick(judges: list[tuple[str, int, dict[str, Any]]], wanted: str | None) -> 
     return judges[0]
 
 
-def _report(entry: dict[str, Any], record_path: Path) -> str:
-    f = entry["figures"]
+def _report(entry: Mapping[str, object], record_path: Path) -> str:
+    f = fields(entry["figures"])
 
     def num(key: str) -> str:
-        value = f.get(key)
+        value = optional_number(f.get(key))
         return "n/a" if value is None else f"{value:.3f}"
 
     verdict = "meets" if entry["meets_threshold"] else "does NOT meet"
@@ -49,11 +52,12 @@ def _report(entry: dict[str, Any], record_path: Path) -> str:
         f"  pass rate: labels {num('label_pass_rate')}, judge {num('judge_pass_rate')}",
         f"  false-pass rate (judge passes what people failed): {num('false_pass_rate')}   "
         f"false-fail rate: {num('false_fail_rate')}",
-        f"  {verdict} args.min_agreement {entry['min_agreement']:.2f}",
+        f"  {verdict} args.min_agreement {number(entry['min_agreement']):.2f}",
         f"record: {record_path}",
     ]
     if entry.get("failures"):
-        lines.insert(1, "  judge failures: " + ", ".join(f"{k[len('failed_'):]} x{v}" for k, v in entry["failures"].items()))
+        failures = fields(entry["failures"]).items()
+        lines.insert(1, "  judge failures: " + ", ".join(f"{k[len('failed_'):]} x{v}" for k, v in failures))
     return "\n".join(lines)
 
 

@@ -15,19 +15,28 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 
+from llm_finetuning.commands._common import fields, number
 from llm_finetuning.commands.baseline import backend_options, decoding_options
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED
 
 
-def verdict_line(result: Mapping[str, Any]) -> str:
+def _interval(result: Mapping[str, object]) -> tuple[float, float]:
+    """The paired 95% interval of the pass@1 difference."""
+    ci95 = result["ci95"]
+    if not isinstance(ci95, (list, tuple)) or len(ci95) != 2:
+        raise TypeError(f"ci95 is {ci95!r}, not [low, high]")
+    return number(ci95[0]), number(ci95[1])
+
+
+def verdict_line(result: Mapping[str, object]) -> str:
     """One honest sentence about the change in pass@1 and the noise."""
-    lo, hi = result["ci95"]
-    points = f"{100 * result['delta_pass_at_1']:+.1f} points"
-    if result["beyond_noise"] and result["delta_pass_at_1"] > 0:
+    lo, hi = _interval(result)
+    delta = number(result["delta_pass_at_1"])
+    points = f"{100 * delta:+.1f} points"
+    if result["beyond_noise"] and delta > 0:
         return f"better beyond the noise: pass@1 {points}, and the 95% interval lies above zero"
     if result["beyond_noise"]:
         return f"worse beyond the noise: pass@1 {points}; read `finetune diagnose RUN_DIR` before using this model"
@@ -35,21 +44,22 @@ def verdict_line(result: Mapping[str, Any]) -> str:
             f"{100 * hi:+.1f}] includes zero (more prompts narrow it: --prompts, after a larger baseline)")
 
 
-def render_human(result: Mapping[str, Any]) -> list[str]:
-    k, s = result["k"], result["settings"]
+def render_human(result: Mapping[str, object]) -> list[str]:
+    k, s = result["k"], fields(result["settings"])
+    base, trained = fields(result["base"]), fields(result["trained"])
     name = "final model" if result["checkpoint"] == "final" else f"checkpoint {result['checkpoint']}"
-    lo, hi = result["ci95"]
-    decoding = "greedy" if s.get("greedy") else f"temperature {s['temperature']:g}"
+    lo, hi = _interval(result)
+    decoding = "greedy" if s.get("greedy") else f"temperature {number(s['temperature']):g}"
     from llm_finetuning.evaluation.targets import NO_RUN_MANIFEST
 
     unbound = [f"  {NO_RUN_MANIFEST}"] if result.get("run_manifest", "") is None else []
     return unbound + [
         f"{name} ({result['prompts']} {result['split']}-split prompts x {k} samples, {decoding}, "
-        f"max {s['max_completion_length']} tokens; base side: {result['baseline']['base_source']})",
+        f"max {s['max_completion_length']} tokens; base side: {fields(result['baseline'])['base_source']})",
         f"  {'':<10}{'base':>8}{'trained':>10}",
-        f"  {'pass@1':<10}{100 * result['base']['pass_at_1']:>7.1f}%{100 * result['trained']['pass_at_1']:>9.1f}%",
-        f"  {'pass@' + str(k):<10}{100 * result['base']['pass_at_k']:>7.1f}%{100 * result['trained']['pass_at_k']:>9.1f}%",
-        f"  pass@1 difference {100 * result['delta_pass_at_1']:+.1f} points, 95% interval "
+        f"  {'pass@1':<10}{100 * number(base['pass_at_1']):>7.1f}%{100 * number(trained['pass_at_1']):>9.1f}%",
+        f"  {'pass@' + str(k):<10}{100 * number(base['pass_at_k']):>7.1f}%{100 * number(trained['pass_at_k']):>9.1f}%",
+        f"  pass@1 difference {100 * number(result['delta_pass_at_1']):+.1f} points, 95% interval "
         f"[{100 * lo:+.1f}, {100 * hi:+.1f}] (paired over prompts)",
         f"  verdict: {verdict_line(result)}",
     ]

@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
 from llm_finetuning.brief.columns import require_columns
-from llm_finetuning.commands._common import load_checked_brief
+from llm_finetuning.commands._common import fields, load_checked_brief, optional_number
 from llm_finetuning.errors import EXIT_OK, UnusableInput
+from llm_finetuning.jsonvalue import JsonObject
 
 PROGRESS_MIN_ROWS = 100
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
+def read_rows(path: Path) -> list[JsonObject]:
     """The rows of a JSONL file; UnusableInput naming the line of the first bad row."""
     from llm_finetuning.rewards.build import validate_row
 
@@ -36,7 +37,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         raise UnusableInput(f"{path} is a directory", "give a JSONL file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UnusableInput(f"{path} cannot be read: {exc}", "save the rows as UTF-8 JSON Lines") from None
-    rows = []
+    rows: list[JsonObject] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -59,26 +60,29 @@ def _fmt(value: float | None) -> str:
     return "null" if value is None else f"{value:.4g}"
 
 
-def render_explanations(scored: list[dict[str, Any]]) -> str:
+def render_explanations(scored: Sequence[Mapping[str, object]]) -> str:
     """Each row's explanations, one line per reward that gave one."""
     lines = []
     for r in scored:
-        for name, why in (r.get("explanations") or {}).items():
+        for name, why in fields(r.get("explanations") or {}).items():
             if why is not None:
                 lines.append(f"{r['index']:>5}  {name}: {why}")
     return "\n".join(lines)
 
 
-def render_table(scored: list[dict[str, Any]]) -> str:
+def render_table(scored: Sequence[Mapping[str, object]]) -> str:
     """Rows as an aligned text table, then the mean of each reward over the rows where it applies."""
-    names = list(scored[0]["rewards"]) if scored else []
+    rewards = [fields(r["rewards"]) for r in scored]
+    totals = [optional_number(r["total"]) for r in scored]
+    names = list(rewards[0]) if scored else []
     header = ["index", *names, "total"]
-    body = [[str(r["index"]), *[_fmt(r["rewards"][n]) for n in names], _fmt(r["total"])] for r in scored]
+    body = [[str(r["index"]), *[_fmt(optional_number(by_name[n])) for n in names], _fmt(total)]
+            for r, by_name, total in zip(scored, rewards, totals, strict=True)]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in [header, *body]]
     lines.append("")
     for name in [*names, "total"]:
-        values = [r["total"] if name == "total" else r["rewards"][name] for r in scored]
+        values = totals if name == "total" else [optional_number(by_name[name]) for by_name in rewards]
         present = [v for v in values if v is not None]
         mean = f"{sum(present) / len(present):.4g}" if present else "n/a"
         lines.append(f"mean {name}: {mean} over {len(present)} of {len(values)} rows")
