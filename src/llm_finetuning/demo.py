@@ -23,10 +23,10 @@ import click
 import yaml
 
 from llm_finetuning.cache import cache_root
-from llm_finetuning.errors import Severity
-from llm_finetuning.jsonvalue import JsonObject, JsonValue
+from llm_finetuning.errors import UnusableInput
 from llm_finetuning.locations import isolated_python
-from llm_finetuning.rundir import DIAGNOSIS, EVAL_JSON
+from llm_finetuning.rundir import EVAL_JSON, read_diagnosis
+from llm_finetuning.rundir.diagnosis import Diagnosis
 
 EXAMPLE = "smollm2-json"
 
@@ -119,40 +119,31 @@ def gate_note(gate_output: str) -> str:
     return "passed with warnings: " + "; ".join(parts)
 
 
-def _read_json(path: Path) -> JsonValue:
-    try:
-        value: JsonValue = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return value
-
-
-def _because(finding: JsonObject) -> JsonValue:
-    """What an `info` finding's evidence says happened."""
-    evidence = finding.get("evidence")
-    evidence = evidence if isinstance(evidence, dict) else {}
-    return evidence.get("because") or evidence.get("message", "")
-
-
-def diagnosis_note(record: JsonValue) -> str:
+def diagnosis_note(record: Diagnosis | None) -> str:
     """What the demo says about `finetune diagnose`'s verdict (RUN_DIR/diagnosis.json): healthy, what an `info`
     finding means (entropy falling as the policy converges is not the collapse the variant table is for), or
     which failure modes were found."""
-    listed = record.get("findings") if isinstance(record, dict) else None
-    if not isinstance(listed, list):
+    if record is None:
         return "no diagnosis.json (see the report above)"
-    findings = [f for f in listed if isinstance(f, dict)]
-    failing = [f for f in findings if f.get("severity") != Severity.INFO]
-    problems = [f"{f.get('id')} ({f.get('severity')})" for f in failing if f.get("kind", "training") == "training"]
-    task = [str(f.get("id")) for f in failing if f.get("kind") == "task"]
-    infos = [f for f in findings if f.get("severity") == Severity.INFO]
-    notes = [f"{f.get('id')}: {_because(f)}" for f in infos]
-    if any(f.get("id") == "converged" for f in infos):
+    failing = [f for f in record.findings if f.is_failure]
+    problems = [f"{f.id} ({f.severity})" for f in failing if f.kind == "training"]
+    task = [f.id for f in failing if f.kind == "task"]
+    infos = [f for f in record.findings if not f.is_failure]
+    notes = [f"{f.id}: {f.because}" for f in infos]
+    if any(f.id == "converged" for f in infos):
         notes.append("entropy fell because the policy settled on answers that score: convergence, not entropy collapse")
     if task:
         notes.append(f"the task's (what training should reduce): {', '.join(task)}")
     verdict = f"findings: {', '.join(problems)}" if problems else "healthy"
     return "; ".join([verdict, *notes]) + ("; see the report above" if problems else "")
+
+
+def _diagnosis(run_dir: Path) -> Diagnosis | None:
+    """RUN_DIR/diagnosis.json, or None when `finetune diagnose` left none it can use (its report says why)."""
+    try:
+        return read_diagnosis(run_dir)
+    except UnusableInput:
+        return None
 
 
 def _prepare_work_dir(work: Path, steps: int | None) -> Path:
@@ -226,7 +217,7 @@ def run_demo(work: Path, steps: int | None, eval_prompts: int, k: int) -> DemoSu
     s = stage(7, "Diagnose the run from its logs, with a plot")
     t = time.monotonic()
     _finetune("diagnose", str(run_dir), "--plot", str(run_dir / "diagnosis.png"), expect=(0, 1))
-    s.note = diagnosis_note(_read_json(run_dir / DIAGNOSIS))
+    s.note = diagnosis_note(_diagnosis(run_dir))
     s.seconds = time.monotonic() - t
 
     summary.minutes = (time.monotonic() - started) / 60

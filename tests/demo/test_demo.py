@@ -56,7 +56,11 @@ def test_verdict_line_is_honest_about_noise() -> None:
 def test_diagnosis_note_says_what_a_converged_run_means() -> None:
     """Issue 27 item 10: the demo's run converges (entropy falls as held-out pass@1 rises); the demo says so
     instead of printing a bare `entropy_collapse` after its success headline."""
-    from llm_finetuning.demo import diagnosis_note
+    from llm_finetuning.demo import diagnosis_note as note_of
+    from llm_finetuning.rundir.diagnosis import Diagnosis
+
+    def diagnosis_note(record: dict[str, object] | None) -> str:
+        return note_of(None if record is None else Diagnosis.parse({"format": 1, **record}))
 
     converged = {"healthy": True, "findings": [{"id": "converged", "severity": "info", "evidence": {
         "because": "held-out pass@1 rose from 20.0% to 60.0%, better beyond the noise (`finetune eval`, eval.json)"}}]}

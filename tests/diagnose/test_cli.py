@@ -64,7 +64,7 @@ def test_unusable_run_exits_2(tmp_path: Path) -> None:
 
 def test_diagnosis_record_binds_brief_and_metrics_for_the_gate(tmp_path: Path) -> None:
     run = synth.write_run(tmp_path / "run", synth.healthy())
-    (run / "manifest.json").write_text(json.dumps({"format": 1, "name": "math-exact",
+    (run / "manifest.json").write_text(json.dumps({"format": 1, "name": "math-exact", "files": {},
                                                    "brief": {"path": "brief.yaml", "sha256": "f" * 64}}))
     assert invoke(str(run))[0] == 0
     record = json.loads((run / "diagnosis.json").read_text())

@@ -86,7 +86,7 @@ def test_context_from_manifest_brief_and_checkpoint_config(tmp_path: Path) -> No
     run = tmp_path / "run"
     (run / "checkpoints" / "checkpoint-5").mkdir(parents=True)
     (run / "manifest.json").write_text(json.dumps(
-        {"format": 1, "name": "math-exact", "brief": {"path": "../brief/brief.yaml", "sha256": "abc"}}))
+        {"format": 1, "name": "math-exact", "files": {}, "brief": {"path": "../brief/brief.yaml", "sha256": "abc"}}))
     (run / "checkpoints" / "checkpoint-5" / "config.json").write_text(
         json.dumps({"model_type": "qwen3_moe", "num_experts": 128}))
     ctx = load_context(run)

@@ -33,17 +33,17 @@ def test_eval_against_a_real_baseline_uses_its_prompts_and_settings(full_run: tu
     assert code == 1, err  # a random model writes no JSON before or after: not better
     result = json.loads(out)
     assert set(result) == CONTRACT | DECODING
-    assert (result["temperature"], result["greedy"]) == (record["sampling"]["temperature"], False)
+    assert (result["temperature"], result["greedy"]) == (record.sampling.temperature if record.sampling else None, False)
     assert (result["checkpoint"], result["prompts"], result["k"]) == ("final", 6, 2)
-    assert result["base"] == {"pass_at_1": record["pass_at_1"], "pass_at_k": record["pass_at_k"]}
+    assert result["base"] == {"pass_at_1": record.pass_at_1, "pass_at_k": record.pass_at_k}
     assert result["beyond_noise"] is False and result["ci95"][0] <= 0 <= result["ci95"][1]
     assert "Held-out (final)" in err and "Held-out (base)" not in err  # the base side came from the record
     written = json.loads((run / "eval.json").read_text())
     assert written["baseline"] == {"path": str(brief.parent / "records" / "baseline.json"),
-                                   "digest": record["digest"], "base_source": "record"}
-    assert written["indices"] == record["prompts"]["indices"]
-    assert written["settings"]["max_completion_length"] == record["sampling"]["max_completion_length"] == 8
-    assert written["settings"]["temperature"] == record["sampling"]["temperature"]
+                                   "digest": record.digest, "base_source": "record"}
+    assert written["indices"] == list(record.prompts.indices)
+    assert written["settings"]["max_completion_length"] == record.sampling.max_completion_length == 8
+    assert written["settings"]["temperature"] == record.sampling.temperature
     from llm_finetuning.evaluation.targets import folder_sha256
 
     assert written["checkpoint_sha256"] == folder_sha256(run / "model")

@@ -15,9 +15,9 @@ from llm_finetuning.records.baseline import verify_baseline
 def test_roundtrip_and_verify(brief: Any) -> None:
     path = build_baseline(brief)
     rec = baseline.load_baseline(path)
-    assert rec["format"] == "llm-finetuning/baseline@1"
-    assert rec["pass_at_k"] == 0.5 and rec["k"] == 8
-    assert set(rec["bindings"]) >= {"model", "rewards_spec_sha256", "reward_code_sha256", "data_sha256"}
+    assert not rec.tampered
+    assert rec.pass_at_k == 0.5 and rec.k == 8
+    assert set(rec.bindings) >= {"model", "rewards_spec_sha256", "reward_code_sha256", "data_sha256"}
     assert verify_baseline(brief, path)[1] == []
 
 

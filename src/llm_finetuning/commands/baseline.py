@@ -23,6 +23,7 @@ from llm_finetuning.commands._common import load_checked_brief
 from llm_finetuning.errors import UnusableInput
 
 if TYPE_CHECKING:
+    from llm_finetuning.records.baseline import Baseline
     from llm_finetuning.sampling.metrics import Verdict
     from llm_finetuning.sampling.run import SamplingRun
 
@@ -90,24 +91,24 @@ def build_record(brief: Brief, run: SamplingRun, purpose: str = "training") -> t
     return record, v
 
 
-def _print_human(record: dict[str, Any], verdict: Any, path: Path, training_path: Path) -> None:
+def _print_human(record: Baseline, verdict: Any, path: Path, training_path: Path) -> None:
     from llm_finetuning.fileio import shown
-    from llm_finetuning.records.baseline import recorded_decoding
+    from llm_finetuning.records.baseline import BaselineSampling
 
-    k, sampling = record["k"], record["sampling"]
-    decoding = recorded_decoding(record)
+    k, sampling = record.k, record.sampling or BaselineSampling()
+    decoding = record.decoding
     setting = decoding.label if decoding is not None else "temperature unknown"
-    click.echo(f"Baseline of {record['model']} on {record['prompts']['count']} {record['prompts']['split']} "
-               f"prompts x {k} completions, {setting} ({sampling['backend']}, {sampling['seconds']} s)")
-    click.echo(f"  pass@1              {100 * record['pass_at_1']:.1f}%")
+    click.echo(f"Baseline of {record.model} on {record.prompts.count} {record.prompts.split} "
+               f"prompts x {k} completions, {setting} ({sampling.backend}, {sampling.seconds} s)")
+    click.echo(f"  pass@1              {100 * record.pass_at_1:.1f}%")
     if k > 1:  # with one completion a prompt, pass@k is pass@1
-        click.echo(f"  pass@{k:<15}{100 * record['pass_at_k']:.1f}%")
-    for name, value in record["mean_reward"].items():
+        click.echo(f"  pass@{k:<15}{100 * record.pass_at_k:.1f}%")
+    for name, value in record.mean_reward.items():
         click.echo(f"  mean {name:<15}{value:.3f}")
-    click.echo(f"  groups all tied     {100 * record['frac_groups_all_tie']:.1f}%")
-    click.echo(f"  cut at max length   {100 * record['frac_truncated']:.1f}% "
-               f"(max_completion_length {record['sampling']['max_completion_length']})")
-    if sampling.get("purpose") == "evaluation" and decoding is not None:
+    click.echo(f"  groups all tied     {100 * record.frac_groups_all_tie:.1f}%")
+    click.echo(f"  cut at max length   {100 * record.frac_truncated:.1f}% "
+               f"(max_completion_length {sampling.max_completion_length})")
+    if sampling.purpose == "evaluation" and decoding is not None:
         click.echo(f"Evaluation setting: `finetune eval RUN_DIR {decoding.flag}` compares with these figures; the gate "
                    f"judges {shown(training_path)}, measured at the training temperature")
     else:
@@ -137,6 +138,7 @@ def command(brief: Path, n_prompts: int, k: int | None, temperature: float | Non
     """
     loaded = load_checked_brief(str(brief), as_json)
     from llm_finetuning.records.baseline import (
+        Baseline,
         Decoding,
         brief_sampling_settings,
         completions_per_prompt,
@@ -167,7 +169,7 @@ def command(brief: Path, n_prompts: int, k: int | None, temperature: float | Non
     if as_json:
         click.echo(json.dumps({**written, "path": str(path)}))
     else:
-        _print_human(written, verdict, path, training_record_path(loaded))
+        _print_human(Baseline.from_json(written, path), verdict, path, training_record_path(loaded))
         advice = episode_advice(loaded, [c.episode for p in run.prompts for c in p.completions])
         if advice:
             click.echo(advice)

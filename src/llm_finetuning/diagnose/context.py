@@ -21,8 +21,7 @@ from llm_finetuning.fileio import read_json_or_none
 from llm_finetuning.models import is_moe
 from llm_finetuning.rundir import COMPLETIONS, EVAL_JSON, EVAL_JSONL, GRPO_CONFIG
 from llm_finetuning.rundir.checkpoints import checkpoint_dirs
-from llm_finetuning.rundir.manifest import brief_path as rendered_brief_path
-from llm_finetuning.rundir.manifest import brief_sha256, read_manifest
+from llm_finetuning.rundir.manifest import has_manifest, load_manifest
 
 # Built-in rewards that check correctness (reward_registry.VERIFIERS) and name patterns of custom ones.
 CORRECTNESS_NAME = re.compile(r"exact|correct|accura|match|unit_test|pass|verif|solve|answer|json_schema|judge",
@@ -222,7 +221,7 @@ def load_context(run_dir: str | Path, brief: Brief | str | Path | None = None, e
     ctx = RunContext()
     root = Path(run_dir)
     root = root.parent if root.is_file() else root
-    manifest = read_manifest(root)
+    manifest = load_manifest(root) if has_manifest(root) else None  # a bare TRL output_dir has none
     given: Brief | None = None
     brief_path: Path | None = None
     if isinstance(brief, Brief):
@@ -230,10 +229,10 @@ def load_context(run_dir: str | Path, brief: Brief | str | Path | None = None, e
     elif brief:
         brief_path = Path(brief)
     if manifest is not None:
-        ctx.brief_name = manifest.get("name") if isinstance(manifest.get("name"), str) else None
-        ctx.brief_sha256 = brief_sha256(manifest)
+        ctx.brief_name = manifest.name
+        ctx.brief_sha256 = manifest.brief_sha256
         if brief_path is None:
-            brief_path = rendered_brief_path(root, manifest)
+            brief_path = manifest.brief_path(root)
     if brief_path is not None:
         if given is not None or brief_path.is_file():
             manifest_sha = ctx.brief_sha256

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.diagnose.context import RunContext
 from llm_finetuning.diagnose.rules import Finding, failure_modes, task_findings
 from llm_finetuning.diagnose.stats import step_ranges
 from llm_finetuning.diagnose.trajectory import Trajectory
-from llm_finetuning.records.diagnosis import DIAGNOSIS_FORMAT
+from llm_finetuning.rundir.diagnosis import DiagnosedFinding, Diagnosis
 
 
-def diagnosis_json(findings: list[Finding]) -> dict[str, Any]:
+def diagnosis_json(findings: list[Finding]) -> dict[str, object]:
     """The `--json` object of docs/diagnose.md: `{"healthy", "findings": [{"id", "kind", "severity", ...}], "task"}`;
     healthy when no finding is a failure mode of the run (an `info` finding such as `converged` says what happened;
     a `task` finding, listed in "task", what the run should reduce)."""
@@ -25,7 +24,7 @@ def diagnosis_json(findings: list[Finding]) -> dict[str, Any]:
             "task": [f.id for f in task_findings(findings)]}
 
 
-def diagnosis_record(traj: Trajectory, findings: list[Finding], ctx: RunContext, run_dir: Path) -> dict[str, Any]:
+def diagnosis_record(traj: Trajectory, findings: list[Finding], ctx: RunContext, run_dir: Path) -> Diagnosis:
     """The `--json` object plus what binds it to the run: the brief and the exact metrics diagnosed
     (`source` relative to RUN_DIR, e.g. `metrics.jsonl` or `checkpoints/checkpoint-40/trainer_state.json`)."""
     from llm_finetuning import __version__
@@ -35,19 +34,21 @@ def diagnosis_record(traj: Trajectory, findings: list[Finding], ctx: RunContext,
     except ValueError:
         source = str(traj.source.resolve())
 
-    return {
-        **diagnosis_json(findings),
-        "format": DIAGNOSIS_FORMAT,
-        "brief_name": ctx.brief_name,
-        "brief_sha256": ctx.brief_sha256,
-        "source": source,
-        "source_sha256": traj.source_sha256(),
-        "steps_logged": len(traj.steps),
-        "last_step": traj.last_step,
-        "ended": traj.ended,
-        "created_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "llm_finetuning_version": __version__,
-    }
+    return Diagnosis(
+        healthy=not failure_modes(findings),
+        findings=tuple(DiagnosedFinding(f.id, f.kind, str(f.severity), tuple(f.steps), f.evidence, f.variant, f.fix,
+                                        f.brief_edit, f.cost, f.settings) for f in findings),
+        task=tuple(f.id for f in task_findings(findings)),
+        brief_name=ctx.brief_name,
+        brief_sha256=ctx.brief_sha256,
+        source=source,
+        source_sha256=traj.source_sha256(),
+        steps_logged=len(traj.steps),
+        last_step=traj.last_step,
+        ended=traj.ended,
+        created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        llm_finetuning_version=__version__,
+    )
 
 
 def render_text(traj: Trajectory, findings: list[Finding], run_label: str, run_dir: str = "RUN_DIR") -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from llm_finetuning.brief.variants import VARIANT_SETTINGS
 from llm_finetuning.diagnose.context import CORRECTNESS_NAME, SHAPING_NAME, RunContext
@@ -28,7 +27,7 @@ from llm_finetuning.diagnose.stats import (
     step_ranges,
     window_size,
 )
-from llm_finetuning.diagnose.trajectory import Series, Trajectory
+from llm_finetuning.diagnose.trajectory import EpisodeStats, Series, Trajectory
 from llm_finetuning.errors import Severity
 from llm_finetuning.rundir import EVAL_JSONL
 
@@ -146,11 +145,11 @@ class Finding:
     id: str
     severity: Severity  # INFO: what happened, not a failure mode (the run stays healthy)
     steps: list[int]
-    evidence: dict[str, Any]  # "message" (one line) and the measured numbers
+    evidence: dict[str, object]  # "message" (one line) and the measured numbers
     variant: str | None
     fix: str
     brief_edit: str | None = None  # YAML to merge into the brief
-    settings: dict[str, Any] = field(default_factory=dict)  # GRPOConfig values the variant implies
+    settings: dict[str, object] = field(default_factory=dict)  # GRPOConfig values the variant implies
     kind: str = TRAINING
 
     @property
@@ -158,13 +157,13 @@ class Finding:
         """What applying the brief edit costs (the records it makes stale), or None without an edit."""
         return edit_cost(self.brief_edit)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"id": self.id, "kind": self.kind, "severity": self.severity, "steps": list(self.steps),
                 "evidence": self.evidence, "variant": self.variant, "fix": self.fix, "brief_edit": self.brief_edit,
                 "edit_cost": self.cost, "settings": self.settings}
 
 
-def variant_settings(variant: str) -> dict[str, Any]:
+def variant_settings(variant: str) -> dict[str, object]:
     """The GRPOConfig values `finetune render` writes for a variant (one source of truth: brief.variants)."""
     return {key: value for key, value, _ in VARIANT_SETTINGS.get(variant, [])}
 
@@ -203,7 +202,7 @@ def _aligned(a: Series, b: Series) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
-def _entropy_fall(traj: Trajectory) -> tuple[list[int], str, dict[str, Any]] | None:
+def _entropy_fall(traj: Trajectory) -> tuple[list[int], str, dict[str, object]] | None:
     """Token entropy fell to a small share of where it started: (steps, message, numbers), or None."""
     ent = traj.series("entropy")
     if len(ent) < MIN_TREND_POINTS:
@@ -219,7 +218,7 @@ def _entropy_fall(traj: Trajectory) -> tuple[list[int], str, dict[str, Any]] | N
     length = traj.series("completions/mean_length")
     message = (f"entropy fell from {fmt(early)} (median of the first {k} logs) to {fmt(late)} (last {k}), "
                f"{ratio:.0%} of its start; below {fmt(threshold)} at steps {step_ranges(steps, traj.steps)}")
-    evidence: dict[str, Any] = {"entropy_early": early, "entropy_late": late, "ratio": ratio, "threshold": threshold}
+    evidence: dict[str, object] = {"entropy_early": early, "entropy_late": late, "ratio": ratio, "threshold": threshold}
     if len(length) >= MIN_TREND_POINTS:
         l_early, l_late, _ = _early_late(length)
         evidence.update(mean_length_early=l_early, mean_length_late=l_late)
@@ -305,7 +304,7 @@ def entropy_rising(traj: Trajectory, ctx: RunContext) -> Finding | None:
                f"steps {step_ranges(steps, traj.steps)}")
     if gain is not None:
         message += f"; {correct_name or 'reward'} moved {gain:+.3f}"
-    evidence: dict[str, Any] = {"message": message, "entropy_early": early, "entropy_late": late,
+    evidence: dict[str, object] = {"message": message, "entropy_early": early, "entropy_late": late,
                                 "ratio": late / early, "trend_corr": trend, "correctness_change": gain}
     lr = ctx.learning_rate
     lines = ["grpo:"] + ([f"  learning_rate: {lr / 2:g}"] if lr else [])
@@ -351,7 +350,7 @@ def length_reward_correlation(traj: Trajectory, ctx: RunContext) -> Finding | No
         if len(reward) >= MIN_TREND_POINTS else 0.0
     if r_change < REWARD_RISE_MIN and rise / base < LENGTH_DRIFT_MIN:
         return None  # a modest drift that no reward rise pays for (a run that barely moved): not length hacking
-    evidence: dict[str, Any] = {
+    evidence: dict[str, object] = {
         "message": (f"mean completion length rose {rise / base:+.0%} ({fmt(base)} -> {fmt(base + rise)} tokens, "
                     f"corr with step {trend:.2f}); correlation of length with reward {fmt(corr_lr, 2)}, with "
                     f"correctness ({correct_name or 'reward'}) {fmt(corr_lc, 2)}; correctness changed "
@@ -398,9 +397,10 @@ def moe_instability(traj: Trajectory, ctx: RunContext) -> Finding | None:
     spike_steps = sorted(set(clip_spikes + kl_spikes))
     if on_gspo:
         return None  # already on GSPO: remaining spikes are kl_blowup's business
-    evidence: dict[str, Any] = {"clip_ratio_spike_steps": clip_spikes, "kl_spike_steps": kl_spikes,
-                                "clip_ratio_max": max(clip.values) if clip else None,
-                                "kl_max": max(kl.values) if kl else None, "variant": ctx.variant}
+    clip_max = max(clip.values) if clip else None
+    evidence: dict[str, object] = {"clip_ratio_spike_steps": clip_spikes, "kl_spike_steps": kl_spikes,
+                                   "clip_ratio_max": clip_max,
+                                   "kl_max": max(kl.values) if kl else None, "variant": ctx.variant}
     edit = _variant_edit("gspo", "moe")
     fix = ("Switch to GSPO (sequence-level importance ratios): per-token ratios are unstable under expert "
            "routing, so GSPO is required for MoE models, not optional.")
@@ -414,7 +414,7 @@ def moe_instability(traj: Trajectory, ctx: RunContext) -> Finding | None:
     if len(clip_spikes) < 2:
         return None
     evidence["message"] = (f"clip ratio spiked at steps {step_ranges(clip_spikes, traj.steps)} (up to "
-                           f"{fmt(evidence['clip_ratio_max'])}), the signature of MoE routing instability; the "
+                           f"{fmt(clip_max)}), the signature of MoE routing instability; the "
                            "architecture is unknown (set model.architecture in the brief, or pass --architecture)")
     return Finding("moe_instability", Severity.WARNING, spike_steps, evidence, "gspo",
                    "If the model is a mixture of experts, switch to GSPO (required for MoE). If it is dense, "
@@ -570,7 +570,7 @@ def reward_hacking(traj: Trajectory, ctx: RunContext) -> Finding | None:
     shaping component carries the rise, or a held-out stricter verifier does not follow."""
     correct_name, correct = correctness_series(traj, ctx)
     signatures: list[str] = []
-    evidence: dict[str, Any] = {"correctness": correct_name}
+    evidence: dict[str, object] = {"correctness": correct_name}
     steps: set[int] = set()
     c_change = (fitted_change([float(s) for s in correct.steps], list(correct.values))
                 if len(correct) >= MIN_TREND_POINTS else None)
@@ -627,7 +627,7 @@ def reward_hacking(traj: Trajectory, ctx: RunContext) -> Finding | None:
     return Finding("reward_hacking", severity, sorted(steps), evidence, None, fix, edit)
 
 
-def _eval_divergence(traj: Trajectory, ctx: RunContext) -> tuple[str, dict[str, Any], list[int]] | None:
+def _eval_divergence(traj: Trajectory, ctx: RunContext) -> tuple[str, dict[str, object], list[int]] | None:
     """Training reward up, held-out stricter verifier flat: (signature, numbers, steps) or None."""
     if ctx.eval_steps:
         eval_steps, eval_scores, source = ctx.eval_steps, ctx.eval_scores, ctx.eval_source
@@ -713,7 +713,7 @@ def kl_blowup(traj: Trajectory, ctx: RunContext) -> Finding | None:
         elif lr and lr_then < 0.5 * lr:
             fix += (f" The schedule ({ctx.lr_scheduler}) had already decayed the rate to {lr_then / lr:.0%} of the peak "
                     "here, so the peak itself is too high.")
-    evidence = {"message": "; ".join(parts), "nonfinite_steps": nonfinite, "kl_spike_steps": kl_spikes,
+    evidence: dict[str, object] = {"message": "; ".join(parts), "nonfinite_steps": nonfinite, "kl_spike_steps": kl_spikes,
                 "grad_norm_spike_steps": grad_spikes, "kl_late": late_kl,
                 "kl_max": max(kl.values) if kl else None, "grad_norm_max": max(grad.values) if grad else None,
                 "learning_rate_at_first_problem": lr_then, "lr_scheduler": ctx.lr_scheduler}
@@ -755,9 +755,9 @@ EPISODES_CUT_SHARE = 0.3
 EPISODES_CUT_CLIMB = 0.2
 
 
-def _episode_steps(ctx: RunContext) -> dict[int, list[Any]]:
+def _episode_steps(ctx: RunContext) -> dict[int, list[EpisodeStats]]:
     """Each step's logged episodes (completions.jsonl of a tool-use run), by step."""
-    out: dict[int, list[Any]] = {}
+    out: dict[int, list[EpisodeStats]] = {}
     for c in ctx.completions:
         if c.episode is not None:
             out.setdefault(c.step, []).append(c.episode)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import UnusableInput
@@ -33,10 +33,9 @@ from llm_finetuning.evaluation.targets import (
     select_targets,
 )
 from llm_finetuning.fileio import atomic_write_bytes, atomic_write_json, shown, utc_now
-from llm_finetuning.jsonvalue import JsonObject, JsonValue
-from llm_finetuning.records.baseline import Decoding
+from llm_finetuning.jsonvalue import JsonValue
+from llm_finetuning.records.baseline import Baseline, BaselineSampling, Decoding
 from llm_finetuning.rundir import EVAL_JSON, EVAL_JSONL
-from llm_finetuning.rundir.manifest import brief_path as manifest_brief_path
 from llm_finetuning.rundir.manifest import has_manifest, load_manifest
 from llm_finetuning.sampling.backend import SamplingSettings
 
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
     from llm_finetuning.sampling.run import SamplingRun
 
 FORMAT = "llm-finetuning/eval@1"
+T = TypeVar("T")
 
 
 class Comparison(TypedDict):
@@ -112,7 +112,7 @@ class EvalPlan:
     """What both sides are sampled with: the baseline's prompts (rows of its split) and settings."""
 
     brief: Brief
-    record: JsonObject
+    record: Baseline
     record_path: Path
     split: str
     indices: list[int]
@@ -135,8 +135,7 @@ class Sampled:
 
 def load_run_brief(run_dir: Path) -> Brief:
     """The brief a rendered run was made from (through its manifest)."""
-    path = manifest_brief_path(run_dir, load_manifest(run_dir))
-    assert path is not None  # load_manifest refuses a manifest that names no brief
+    path = load_manifest(run_dir).brief_path(run_dir)
     return _valid_brief(path)
 
 
@@ -173,7 +172,7 @@ def brief_and_manifest(folder: Path, brief_path: Path | None) -> tuple[Brief, bo
     return _valid_brief(brief_path), False
 
 
-def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, JsonObject, list[str]]:
+def _record_for(brief: Brief, decoding: Decoding | None) -> tuple[Path, Baseline, list[str]]:
     """The baseline record to evaluate against (verified), and notes: the one measured at `decoding` when
     it is there and current, else the training one (records.baseline)."""
     from llm_finetuning.models import model_identity
@@ -212,84 +211,60 @@ def plan_eval(brief: Brief, n_prompts: int | None, k: int | None, decoding: Deco
     from llm_finetuning.records.baseline import (
         brief_sampling_settings,
         completions_per_prompt,
-        recorded_decoding,
     )
 
     path, record, notes = _record_for(brief, decoding)
     fell_back = bool(notes)  # no current record at the asked setting: the training record's prompts
-    recorded = _object(record.get("sampling"))
-    prompts = _object(record["prompts"])
+    recorded = record.sampling or BaselineSampling()
     now = brief_sampling_settings(brief)
     unknown = [name for name in ("temperature", "max_completion_length", "top_p", "system_prompt")
-               if name not in recorded]
+               if name not in recorded.held]
     if unknown:
         notes.append(f"the baseline record does not hold {', '.join(unknown)}: the brief's values are used")
-    indices = [_int(i) for i in _list(prompts.get("indices"))]
+    indices = list(record.prompts.indices)
     if not indices:
         raise UnusableInput(f"{shown(path)} does not list the prompts it sampled", "run `finetune baseline BRIEF` again",
                             "records.baseline")
     n = min(n_prompts or len(indices), len(indices))
     if n_prompts and n_prompts > len(indices):
         notes.append(f"the baseline sampled {len(indices)} prompts; --prompts {n_prompts} is cut to those")
-    measured = recorded_decoding(record)
+    measured = record.decoding
     decoding = decoding or measured
-    recorded_k = _int(record["k"])
-    k = completions_per_prompt(k, decoding, recorded_k)
-    per_prompt = record.get("per_prompt")
+    k = completions_per_prompt(k, decoding, record.k)
+    per_prompt = record.per_prompt
     base = None
     if decoding is not None and decoding != measured:  # asked for a setting this record was not measured at
         if not fell_back:
             at = measured.label if measured is not None else "a temperature it does not record"
             notes.append(f"{shown(path)} was measured at {at}: the base model is sampled again at "
                          f"{decoding.label} on its prompts")
-    elif isinstance(per_prompt, list) and len(per_prompt) == len(indices) and k == recorded_k:
-        base = [_int(s) for s in per_prompt[:n]]
+    elif per_prompt is not None and len(per_prompt) == len(indices) and k == record.k:
+        base = list(per_prompt[:n])
     else:
         notes.append("the base model is sampled again on the same prompts with the same settings ("
-                     + ("the record holds no per-prompt successes" if not isinstance(per_prompt, list)
-                        else f"--k {k} differs from the record's k {record['k']}") + ")")
+                     + ("the record holds no per-prompt successes" if per_prompt is None
+                        else f"--k {k} differs from the record's k {record.k}") + ")")
     greedy = bool(decoding is not None and decoding.greedy)
     settings = SamplingSettings(
         k=k,
         temperature=decoding.temperature if decoding is not None else now["temperature"],
         greedy=greedy,
-        max_completion_length=_int(recorded.get("max_completion_length", now["max_completion_length"])),
-        max_prompt_length=_optional_int(recorded.get("max_prompt_length", brief.grpo.max_prompt_length)),
-        seed=_int(recorded.get("seed", brief.grpo.seed)),
-        top_p=1.0 if greedy else _float(recorded.get("top_p", now["top_p"])),
+        max_completion_length=_or(recorded.max_completion_length, now["max_completion_length"]),
+        max_prompt_length=recorded.max_prompt_length if "max_prompt_length" in recorded.held
+        else brief.grpo.max_prompt_length,
+        seed=_or(recorded.seed, int(brief.grpo.seed)),
+        top_p=1.0 if greedy else float(_or(recorded.top_p, now["top_p"])),
     )
-    system_prompt = recorded["system_prompt"] if "system_prompt" in recorded else now["system_prompt"]
-    sha256 = _object(recorded.get("chat_template")).get("sha256")
-    split = str(prompts.get("split") or ("eval" if brief.data.eval else "train"))
+    system_prompt = recorded.system_prompt if "system_prompt" in recorded.held else now["system_prompt"]
+    split = record.prompts.split or ("eval" if brief.data.eval else "train")
     flag = "" if decoding is None or decoding.is_training(brief) else f" {decoding.flag}"
-    return EvalPlan(brief, record, path, split, indices[:n], settings, str(system_prompt or ""),
-                    sha256 if isinstance(sha256, str) else None, base, notes=notes, baseline_flag=flag)
+    return EvalPlan(brief, record, path, split, indices[:n], settings,
+                    system_prompt or "", recorded.chat_template_sha256, base, notes=notes, baseline_flag=flag)
 
 
-def _object(value: JsonValue) -> JsonObject:
-    """A record's object field; an absent or malformed one reads as empty (its values then come from the brief)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: JsonValue) -> list[JsonValue]:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: JsonValue) -> int:
-    """A record's number as an int (TypeError for what is no number)."""
-    if isinstance(value, (int, float, str)):
-        return int(value)
-    raise TypeError(f"a record holds {type(value).__name__} where a number belongs")
-
-
-def _optional_int(value: JsonValue) -> int | None:
-    return None if value is None else _int(value)
-
-
-def _float(value: JsonValue) -> float:
-    if isinstance(value, (int, float, str)):
-        return float(value)
-    raise TypeError(f"a record holds {type(value).__name__} where a number belongs")
+def _or(recorded: T | None, brief_value: T) -> T:
+    """The record's setting, or the brief's where the record does not hold it."""
+    return brief_value if recorded is None else recorded
 
 
 def brief_with_model(brief: Brief, folder: Path) -> Brief:
@@ -389,7 +364,7 @@ def _evaluate_target(run_dir: Path, brief: Brief, plan: EvalPlan, target: Target
         "checkpoint": target.label if target.label == "final" else target.step, **comparison,
         "format": FORMAT, "created_at": utc_now(), "step": target.step, "adapter": target.adapter,
         "checkpoint_path": str(target.folder), "checkpoint_sha256": folder_sha256(target.folder),
-        "baseline": {"path": str(plan.record_path), "digest": plan.record["digest"], "base_source": plan.base_source},
+        "baseline": {"path": str(plan.record_path), "digest": plan.record.digest, "base_source": plan.base_source},
         "split": plan.split, "indices": plan.indices,
         "temperature": plan.settings.temperature, "greedy": plan.settings.greedy,
         "settings": {"temperature": plan.settings.temperature, "greedy": plan.settings.greedy,

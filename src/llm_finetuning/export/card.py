@@ -9,17 +9,16 @@ and what the diagnosis found. Figures the run does not have are stated as missin
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from llm_finetuning.evaluation.targets import NO_RUN_MANIFEST
 from llm_finetuning.export.evidence import Evidence
 
 
-def _pct(value: Any) -> str:
+def _pct(value: object) -> str:
     return f"{100 * float(value):.1f}%" if isinstance(value, (int, float)) else "n/a"
 
 
-def _num(value: Any) -> str:
+def _num(value: object) -> str:
     return f"{value:.4g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "n/a"
 
 
@@ -52,10 +51,10 @@ def _training_section(ev: Evidence) -> list[str]:
     t = ev.training
     out += ["", f"Checkpoint: {ev.label}" + (f" (step {ev.step})" if ev.step is not None else "")
             + f", files sha256 `{ev.checkpoint_sha256}`."]
-    if t:
-        out.append(f"Training: {t.get('steps')} steps; reward {_num(t.get('reward_first'))} at the first logged step, "
-                   f"{_num(t.get('reward_last'))} at the last; KL {_num(t.get('kl_last'))} at the end; "
-                   f"{_num(t.get('elapsed_s'))} s of training.")
+    if t is not None:
+        out.append(f"Training: {t.steps} steps; reward {_num(t.reward_first)} at the first logged step, "
+                   f"{_num(t.reward_last)} at the last; KL {_num(t.kl_last)} at the end; "
+                   f"{_num(t.elapsed_s)} s of training.")
     else:
         out.append("Training figures: metrics.jsonl is missing from the run directory.")
     return out + [""]
@@ -70,18 +69,20 @@ def _records_section(ev: Evidence) -> list[str]:
     if b is None:
         out.append("- Baseline: no readable baseline record.")
     else:
-        s = b.get("sampling") or {}
-        out.append(f"- Base model (`finetune baseline`): pass@1 {_pct(b.get('pass_at_1'))}, pass@{b.get('k')} "
-                   f"{_pct(b.get('pass_at_k'))} over {b.get('prompts', {}).get('count')} "
-                   f"{b.get('prompts', {}).get('split') or 'sampled'} prompts; temperature {s.get('temperature', 'unknown')}, "
-                   f"max {s.get('max_completion_length', 'unknown')} tokens; {_pct(b.get('frac_truncated'))} cut at the "
-                   f"limit; measured {b.get('created_at')}.")
+        s = b.sampling
+        temperature = s.temperature if s is not None and "temperature" in s.held else "unknown"
+        max_length = s.max_completion_length if s is not None and "max_completion_length" in s.held else "unknown"
+        out.append(f"- Base model (`finetune baseline`): pass@1 {_pct(b.pass_at_1)}, pass@{b.k} "
+                   f"{_pct(b.pass_at_k)} over {b.prompts.count} "
+                   f"{b.prompts.split or 'sampled'} prompts; temperature {temperature}, "
+                   f"max {max_length} tokens; {_pct(b.frac_truncated)} cut at the "
+                   f"limit; measured {b.created_at}.")
     r = ev.inspection_review
     if r is None:
         out.append("- Reward inspection: no sealed review.")
     else:
-        counts = r.get("counts") or {}
-        out.append(f"- Reward inspection: reviewed by {r.get('reviewer')} on {r.get('sealed_at')} "
+        counts = r.counts
+        out.append(f"- Reward inspection: reviewed by {r.reviewer} on {r.sealed_at} "
                    f"({counts.get('agree', 0)} agree, {counts.get('disagree', 0)} disagree, {counts.get('unsure', 0)} "
                    "unsure), sealed. `finetune review` requires an interactive terminal: a guard against "
                    "rubber-stamping, not a cryptographic proof that a person read them.")
@@ -98,20 +99,19 @@ def _results_section(ev: Evidence) -> list[str]:
     e = ev.evaluation
     if e is None:
         return out + [ev.evaluation_note, ""]
-    lo, hi = e["ci95"]
-    k = e["k"]
-    s = e.get("settings") or {}
-    decoding = ("greedy decoding" if s.get("greedy") else f"temperature {s['temperature']:g}"
-                if isinstance(s.get("temperature"), (int, float)) else "the baseline's temperature")
-    out += [f"`finetune eval` on {e['prompts']} {e.get('split', 'held-out')} prompts x {k} samples, with the baseline's "
+    lo, hi = e.ci95
+    k = e.k
+    decoding = ("greedy decoding" if e.greedy else f"temperature {e.temperature:g}"
+                if e.temperature is not None else "the baseline's temperature")
+    out += [f"`finetune eval` on {e.prompts} {e.split} prompts x {k} samples, with the baseline's "
             f"prompts and sampling settings at {decoding} (both sides):", "",
             "| | base | trained |", "| --- | --- | --- |",
-            f"| pass@1 | {_pct(e['base']['pass_at_1'])} | {_pct(e['trained']['pass_at_1'])} |",
-            f"| pass@{k} | {_pct(e['base']['pass_at_k'])} | {_pct(e['trained']['pass_at_k'])} |", "",
-            f"Difference in pass@1: {100 * e['delta_pass_at_1']:+.1f} points, 95% interval [{100 * lo:+.1f}, "
+            f"| pass@1 | {_pct(e.base.pass_at_1)} | {_pct(e.trained.pass_at_1)} |",
+            f"| pass@{k} | {_pct(e.base.pass_at_k)} | {_pct(e.trained.pass_at_k)} |", "",
+            f"Difference in pass@1: {100 * e.delta_pass_at_1:+.1f} points, 95% interval [{100 * lo:+.1f}, "
             f"{100 * hi:+.1f}] (paired over prompts): "
-            + ("better beyond the sampling noise." if e["beyond_noise"] and e["delta_pass_at_1"] > 0
-               else "worse beyond the sampling noise." if e["beyond_noise"] else "within the sampling noise."), ""]
+            + ("better beyond the sampling noise." if e.beyond_noise and e.delta_pass_at_1 > 0
+               else "worse beyond the sampling noise." if e.beyond_noise else "within the sampling noise."), ""]
     return out
 
 
@@ -120,14 +120,14 @@ def _diagnosis_section(ev: Evidence) -> list[str]:
     d = ev.diagnosis
     if d is None:
         return out + [ev.diagnosis_note or "no diagnosis", ""]
-    findings = d.get("findings") or []
+    findings = d.findings
     if not findings:
         return out + ["`finetune diagnose`: healthy, no findings.", ""]
     out.append("`finetune diagnose` found:")
     for f in findings:
-        variant = f" (variant to try: {f['variant']})" if f.get("variant") else ""
-        whose = ", the task's: what training should reduce" if f.get("kind") == "task" else ""
-        out.append(f"- `{f.get('id')}` ({f.get('severity')}{whose}){variant}")
+        variant = f" (variant to try: {f.variant})" if f.variant else ""
+        whose = ", the task's: what training should reduce" if f.kind == "task" else ""
+        out.append(f"- `{f.id}` ({f.severity}{whose}){variant}")
     return out + [""]
 
 

@@ -138,8 +138,9 @@ def export_model(run_dir: Path, dest: Path, checkpoint: str | None, merge: bool,
             "brief": {"path": str(brief.path), "sha256": brief.sha256}, "checkpoint": target.label,
             "step": target.step, "checkpoint_sha256": sha, "adapter": target.adapter, "merged": merge,
             "run_manifest": str(run_dir / MANIFEST) if manifest else None,
-            "dtype": dtype, "baseline_digest": (ev.baseline or {}).get("digest"),
-            "eval": {k: ev.evaluation[k] for k in ("delta_pass_at_1", "ci95", "beyond_noise")} if ev.evaluation else None,
+            "dtype": dtype, "baseline_digest": ev.baseline.digest if ev.baseline else None,
+            "eval": {"delta_pass_at_1": ev.evaluation.delta_pass_at_1, "ci95": list(ev.evaluation.ci95),
+                     "beyond_noise": ev.evaluation.beyond_noise} if ev.evaluation else None,
         })
         for item in tmp.iterdir():  # temporary files are created private; the folder is meant to be shared
             item.chmod(0o644)

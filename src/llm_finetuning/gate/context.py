@@ -16,11 +16,13 @@ from llm_finetuning.brief import Brief
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import read_json_or_none
 from llm_finetuning.rundir import read_diagnosis
+from llm_finetuning.rundir.diagnosis import Diagnosis
 from llm_finetuning.rundir.manifest import read_manifest
 
 if TYPE_CHECKING:
     from llm_finetuning.gate.protection import Registered
     from llm_finetuning.memory import Estimate
+    from llm_finetuning.records.baseline import Baseline
     from llm_finetuning.records.inspection import SealedReview
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class GateContext:
     """What the checks read besides the brief, loaded once by `load_context`; where a piece could not be read,
     the field beside it says why (`baseline_problems`, `trl_problem`, `memory_problem`)."""
 
-    baseline: dict[str, Any] | None = None
+    baseline: Baseline | None = None
     baseline_problems: list[Problem] = field(default_factory=list)
     inspection: SealedReview | None = None  # the sealed review, parsed once (records.inspection)
     inspection_problems: list[Problem] = field(default_factory=list)  # warnings (severity) do not block
@@ -85,13 +87,12 @@ def _load_judge(brief: Brief) -> list[str] | None:
 
 
 
-def _run_brief_name(run_dir: Path, diagnosis: dict[str, Any] | None) -> str | None:
-    for source in (diagnosis or {}, read_manifest(run_dir) or {}):
-        for value in (source.get("brief_name"), source.get("name"),
-                      source.get("brief", {}).get("name") if isinstance(source.get("brief"), dict) else None):
-            if isinstance(value, str):
-                return value
-    return None
+def _run_brief_name(run_dir: Path, diagnosis: Diagnosis | None) -> str | None:
+    """The brief the run belongs to, as its diagnosis or else its manifest names it."""
+    if diagnosis is not None and diagnosis.brief_name is not None:
+        return diagnosis.brief_name
+    manifest = read_manifest(run_dir)
+    return manifest.name if manifest is not None else None
 
 
 def _load_deviation(brief: Brief) -> Deviation | None:
@@ -106,10 +107,12 @@ def _load_deviation(brief: Brief) -> Deviation | None:
     if not run_dir.is_dir():
         return Deviation(str(ref), None, None, f"run directory {run_dir} does not exist")
     problems = [str(p) for p in verify_diagnosis(run_dir, brief.name)]
-    record = read_diagnosis(run_dir)
+    try:
+        record = read_diagnosis(run_dir)
+    except UnusableInput:  # verify_diagnosis said why
+        record = None
     name = brief.name if not problems else _run_brief_name(run_dir, record)
-    task = record.get("task") if isinstance(record, dict) else None
-    task_ids = tuple(str(t) for t in task) if isinstance(task, list) else ()
+    task_ids = record.task if record is not None else ()
     return Deviation(str(ref), not problems, name, "; ".join(problems), task_ids)
 
 

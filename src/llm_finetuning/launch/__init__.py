@@ -26,7 +26,7 @@ from llm_finetuning.errors import (
     sort_problems,
 )
 from llm_finetuning.rundir import LAUNCH_SCRIPT, SBATCH_SCRIPT
-from llm_finetuning.rundir.manifest import LaunchMode, Topology, brief_path, load_manifest, verify_manifest
+from llm_finetuning.rundir.manifest import LaunchMode, Manifest, Topology, load_manifest, verify_manifest
 from llm_finetuning.vllm_support import vllm_problem as backend_vllm_problem
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class VerifiedRun:
     """A run directory whose manifest, brief, records and gate verdict all still hold."""
 
     run_dir: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     brief: Brief
     warnings: list[Problem] = field(default_factory=list)
     # the custom reward, tool and environment source bytes read here and checked against the sha256 the run's
@@ -60,7 +60,7 @@ class VerifiedRun:
 
     @property
     def topology(self) -> Topology:
-        return Topology.from_json(self.manifest.get("topology"))
+        return self.manifest.run_topology()
 
     @property
     def in_process(self) -> bool:
@@ -79,16 +79,16 @@ def vllm_problem(generation: str) -> Problem | None:
                    "generation), then render again.")
 
 
-def _gate_problems(brief: Brief, manifest: dict[str, Any]) -> tuple[list[Problem], GateReport]:
+def _gate_problems(brief: Brief, manifest: Manifest) -> tuple[list[Problem], GateReport]:
     """The gate's failures now (each a Problem with its check's id), or a fingerprint that moved; and the report."""
     from llm_finetuning.gate import gate_brief
 
     # verify_manifest found each record's sha256 equal to the manifest's: the gate takes those
-    verified = {key: rec.get("sha256") for key, rec in manifest.get("records", {}).items()}
+    verified = {key: rec.sha256 for key, rec in manifest.records.items()}
     report = gate_brief(brief, record_sha256=verified)
     if not report.passed:
         return [p for p in report.problems if p.severity == Severity.ERROR], report
-    if report.fingerprint != manifest.get("gate_fingerprint"):
+    if report.fingerprint != manifest.gate_fingerprint:
         return [Problem("gate_fingerprint", "", "the gate's fingerprint differs from the one in manifest.json (the "
                         "evidence changed since rendering).", "run `finetune render BRIEF -o RUN_DIR` again")], report
     return [], report
@@ -107,8 +107,7 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
     problems = verify_manifest(run_dir, manifest)
     if problems:
         raise LaunchRefused(problems, why="its files no longer match manifest.json")
-    bpath = brief_path(run_dir, manifest)
-    assert bpath is not None  # load_manifest refuses a manifest that names no brief
+    bpath = manifest.brief_path(run_dir)
     try:
         brief, errors = load_brief_for_gate(bpath)
     except UnusableInput as exc:
@@ -131,7 +130,7 @@ def verify_run(run_dir: Path, check_backend: bool = True) -> VerifiedRun:
                        verified_code(brief, run_dir, manifest))
 
 
-def verified_code(brief: Brief, run_dir: Path, manifest: dict[str, Any]) -> VerifiedCode:
+def verified_code(brief: Brief, run_dir: Path, manifest: Manifest) -> VerifiedCode:
     """The brief's custom reward, tool and environment code, read now and refused (LaunchRefused) where its bytes
     are not those the run's records bind: what the trainer runs (`rewards.code.VerifiedCode`)."""
     from llm_finetuning import reward_registry as registry
@@ -145,21 +144,20 @@ def verified_code(brief: Brief, run_dir: Path, manifest: dict[str, Any]) -> Veri
         raise LaunchRefused(exc.problems, why="its reward or tool code changed during verification") from None
 
 
-def bound_code_sha256(run_dir: Path, manifest: dict[str, Any]) -> dict[str, str]:
+def bound_code_sha256(run_dir: Path, manifest: Manifest) -> dict[str, str]:
     """File label -> sha256 of every reward, tool and environment source file the run's records bind (the
     inspection record's bindings, else the baseline's), read from record bytes whose sha256 is the manifest's."""
     import json
 
     from llm_finetuning.fileio import sha256_bytes
 
-    records = manifest.get("records", {})
     for key in ("inspection", "baseline"):
-        rec = records.get(key)
-        if not isinstance(rec, dict):
+        rec = manifest.records.get(key)
+        if rec is None:
             continue
-        path = (run_dir / rec["path"]).resolve()
+        path = (run_dir / rec.path).resolve()
         data = path.read_bytes()
-        if sha256_bytes(data) != rec.get("sha256"):
+        if sha256_bytes(data) != rec.sha256:
             raise LaunchRefused([Problem("record_changed", f"records.{key}", f"{path} changed after rendering.",
                                          "run `finetune gate` and render again")])
         bindings = json.loads(data).get("bindings") or {}

@@ -22,14 +22,24 @@ Format `llm-finetuning/baseline@1` (one JSON object):
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import Problem, UnusableInput
-from llm_finetuning.fileio import atomic_write_json, read_json_object, sha256_json, shown, utc_now
+from llm_finetuning.fileio import (
+    atomic_write_json,
+    canonical_json,
+    read_json_object,
+    sha256_json,
+    shown,
+    utc_now,
+)
 from llm_finetuning.integrity import writes_records
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.records.bindings import current_bindings, stale_problems
 
 FORMAT = "llm-finetuning/baseline@1"
@@ -39,9 +49,23 @@ FRACTIONS = ("pass_at_1", "pass_at_k", "frac_groups_all_tie", "frac_truncated")
 COMPARED_SETTINGS = ("max_completion_length", "temperature", "top_p", "system_prompt")
 # Bound at sampling time and followed by the model's identity, so only their absence is reported.
 RECORDED_ONLY_SETTINGS = ("chat_template",)
+REDO = "run `finetune baseline BRIEF` again"
+
+# A sampling setting's value as a record holds it and as the brief sets it.
+Setting = float | int | str | None
 
 
-def brief_sampling_settings(brief: Brief) -> dict[str, Any]:
+class SamplingNow(TypedDict):
+    """The sampling settings the brief sets now (`brief_sampling_settings`)."""
+
+    max_completion_length: int
+    temperature: float
+    top_p: float
+    system_prompt: str | None
+    k: int
+
+
+def brief_sampling_settings(brief: Brief) -> SamplingNow:
     """The sampling settings the brief sets now: what baseline, inspection, training and eval sample with.
 
     `k` is the group size GRPO trains with (`grpo.num_generations`): the baseline's share of all-tied
@@ -56,6 +80,183 @@ def brief_sampling_settings(brief: Brief) -> dict[str, Any]:
         "k": int(grpo.num_generations),
     }
 
+
+class MalformedBaseline(ValueError):
+    """What makes a JSON object no baseline record (the message names the field); `Baseline.from_json` turns it
+    into UnusableInput naming the file, `write_baseline` into the ValueError of a record built wrong."""
+
+
+def _number(value: JsonValue, key: str) -> float | None:
+    """A JSON number as a float (None for null); MalformedBaseline for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise MalformedBaseline(f"field {key!r} is {value!r}; expected a number")
+    return float(value)
+
+
+def _integer(value: JsonValue, key: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MalformedBaseline(f"field {key!r} is {value!r}; expected an integer")
+    return value
+
+
+def _text(value: JsonValue, key: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise MalformedBaseline(f"field {key!r} is {value!r}; expected a string")
+    return value
+
+
+def _object(value: JsonValue, key: str) -> JsonObject:
+    if not isinstance(value, dict):
+        raise MalformedBaseline(f"field {key!r} is missing or not an object")
+    return value
+
+
+@dataclass(frozen=True)
+class BaselinePrompts:
+    """Which prompts were sampled: how many, from which split, their rows in it (in the order sampled)."""
+
+    count: int | None
+    split: str | None
+    indices: tuple[int, ...]
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> BaselinePrompts:
+        raw = data.get("indices") or []
+        if not isinstance(raw, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in raw):
+            raise MalformedBaseline(f"field 'prompts.indices' is {raw!r}; expected a list of row numbers")
+        return cls(_integer(data.get("count"), "prompts.count"), _text(data.get("split"), "prompts.split"),
+                   tuple(i for i in raw if isinstance(i, int)))
+
+
+@dataclass(frozen=True)
+class BaselineSampling:
+    """The settings the figures were measured under (`sampling`); `held` names the settings the record holds,
+    since a record written before a setting was bound lacks it (unknown, which is not the same as null)."""
+
+    held: frozenset[str] = frozenset()
+    temperature: float | None = None
+    greedy: bool = False
+    purpose: str | None = None
+    max_completion_length: int | None = None
+    max_prompt_length: int | None = None
+    top_p: float | None = None
+    system_prompt: str | None = None
+    seed: int | None = None
+    backend: str | None = None
+    seconds: float | None = None
+    chat_template_sha256: str | None = None
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> BaselineSampling:
+        template = data.get("chat_template")
+        return cls(
+            frozenset(data), _number(data.get("temperature"), "sampling.temperature"), data.get("greedy") is True,
+            _text(data.get("purpose"), "sampling.purpose"),
+            _integer(data.get("max_completion_length"), "sampling.max_completion_length"),
+            _integer(data.get("max_prompt_length"), "sampling.max_prompt_length"),
+            _number(data.get("top_p"), "sampling.top_p"), _text(data.get("system_prompt"), "sampling.system_prompt"),
+            _integer(data.get("seed"), "sampling.seed"), _text(data.get("backend"), "sampling.backend"),
+            _number(data.get("seconds"), "sampling.seconds"),
+            _text(template.get("sha256"), "sampling.chat_template.sha256") if isinstance(template, dict) else None)
+
+    def compared(self) -> dict[str, Setting]:
+        """The settings of COMPARED_SETTINGS the record holds, by name."""
+        values: dict[str, Setting] = {"max_completion_length": self.max_completion_length,
+                                      "temperature": self.temperature, "top_p": self.top_p,
+                                      "system_prompt": self.system_prompt}
+        return {name: values[name] for name in COMPARED_SETTINGS if name in self.held}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline record, parsed once where it is read (`load_baseline`): the figures, the settings they were
+    measured under and the bindings the gate verifies. `digest` is the one the record carries, `content_sha256`
+    the sha256 of the rest as read: they differ when the record was edited by hand."""
+
+    model: str | None
+    created_at: str | None
+    prompts: BaselinePrompts
+    k: int
+    pass_at_1: float
+    pass_at_k: float
+    frac_groups_all_tie: float
+    frac_truncated: float
+    mean_reward: Mapping[str, float]
+    bindings: JsonObject
+    sampling: BaselineSampling | None  # None: written before the settings were bound
+    per_prompt: tuple[int, ...] | None  # successes of each prompt, in the order of prompts.indices
+    advice: tuple[str, ...]  # what `finetune baseline` advised (the record's verdict)
+    digest: str | None
+    content_sha256: str
+
+    @classmethod
+    def from_json(cls, data: JsonObject, path: Path | str = "baseline record") -> Baseline:
+        """The record `data` read from `path`; UnusableInput naming the file, what is wrong, and how to write it
+        again."""
+        try:
+            return cls.parse(data)
+        except MalformedBaseline as exc:
+            raise UnusableInput(f"{path} {exc}", REDO, str(path)) from None
+
+    @classmethod
+    def parse(cls, data: JsonObject) -> Baseline:
+        """The record in `data`; MalformedBaseline saying which field is wrong."""
+        fmt = data.get("format")
+        if fmt != FORMAT:
+            if isinstance(fmt, str) and fmt.startswith(FORMAT_PREFIX):
+                raise MalformedBaseline(f"is {fmt}; this llm-finetuning reads {FORMAT}")
+            raise MalformedBaseline(f"is not a baseline record (format {fmt!r}, expected {FORMAT})")
+        k = data.get("k")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise MalformedBaseline("field 'k' is not a positive integer")
+        fractions = []
+        for key in FRACTIONS:
+            v = data.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                raise MalformedBaseline(f"field {key!r} is {v!r}; expected a number in [0, 1]")
+            fractions.append(float(v))
+        mean_reward, bindings, prompts = (_object(data.get(key), key) for key in ("mean_reward", "bindings", "prompts"))
+        _object(data.get("brief"), "brief")
+        sampling = data.get("sampling")
+        per_prompt = data.get("per_prompt")
+        if per_prompt is not None and not (isinstance(per_prompt, list) and all(
+                isinstance(s, int) and not isinstance(s, bool) for s in per_prompt)):
+            raise MalformedBaseline(f"field 'per_prompt' is {per_prompt!r}; expected a list of success counts")
+        verdict = data.get("verdict")
+        advice = verdict.get("advice") if isinstance(verdict, dict) else None
+        return cls(
+            _text(data.get("model"), "model"), _text(data.get("created_at"), "created_at"),
+            BaselinePrompts.from_json(prompts), k, fractions[0], fractions[1], fractions[2], fractions[3],
+            {name: _number(v, f"mean_reward.{name}") or 0.0 for name, v in mean_reward.items()}, bindings,
+            BaselineSampling.from_json(_object(sampling, "sampling")) if sampling is not None else None,
+            tuple(s for s in per_prompt if isinstance(s, int)) if isinstance(per_prompt, list) else None,
+            tuple(a for a in advice if isinstance(a, str) and a) if isinstance(advice, list) else (),
+            _text(data.get("digest"), "digest"), sha256_json({key: v for key, v in data.items() if key != "digest"}))
+
+    @property
+    def tampered(self) -> bool:
+        """The record's digest is not that of its content: it was edited after `finetune baseline` wrote it."""
+        return self.digest != self.content_sha256
+
+    @property
+    def decoding(self) -> Decoding | None:
+        """The decoding the figures were measured with (None: the record does not say)."""
+        if self.sampling is None:
+            return None
+        if self.sampling.greedy:
+            return Decoding(0.0, greedy=True)
+        return Decoding(self.sampling.temperature) if self.sampling.temperature is not None else None
+
+    @property
+    def for_evaluation(self) -> bool:
+        """The record holds an evaluation setting's figures (`--temperature`/`--greedy`), not the training one."""
+        return self.sampling is not None and (self.sampling.purpose == "evaluation" or self.sampling.greedy)
 
 @dataclass(frozen=True)
 class Decoding:
@@ -105,15 +306,9 @@ def completions_per_prompt(k: int | None, decoding: Decoding | None, default: in
     return k or default
 
 
-def recorded_decoding(record: dict[str, Any]) -> Decoding | None:
+def recorded_decoding(record: Baseline) -> Decoding | None:
     """The decoding a baseline record was measured with (None: the record does not say)."""
-    sampling = record.get("sampling")
-    if not isinstance(sampling, dict):
-        return None
-    if sampling.get("greedy") is True:
-        return Decoding(0.0, greedy=True)
-    t = sampling.get("temperature")
-    return Decoding(float(t)) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+    return record.decoding
 
 
 def training_record_path(brief: Brief) -> Path:
@@ -134,10 +329,9 @@ def record_path_for(brief: Brief, decoding: Decoding) -> Path:
     return path if decoding.is_training(brief) else evaluation_record_path(path, decoding)
 
 
-def measured_for_evaluation(record: dict[str, Any]) -> bool:
+def measured_for_evaluation(record: Baseline) -> bool:
     """The record holds an evaluation setting's figures (`--temperature`/`--greedy`), not the training one."""
-    sampling = record.get("sampling")
-    return isinstance(sampling, dict) and (sampling.get("purpose") == "evaluation" or sampling.get("greedy") is True)
+    return record.for_evaluation
 
 
 @dataclass(frozen=True)
@@ -146,8 +340,8 @@ class SettingDrift:
 
     name: str
     yaml_path: str
-    recorded: Any
-    now: Any
+    recorded: Setting
+    now: Setting
 
 
 SETTING_PATHS = {"max_completion_length": "grpo.max_completion_length", "temperature": "grpo.temperature",
@@ -155,33 +349,35 @@ SETTING_PATHS = {"max_completion_length": "grpo.max_completion_length", "tempera
                  "k": "grpo.num_generations", "chat_template": "model.id"}
 
 
-def settings_drift(record: dict[str, Any], brief: Brief) -> tuple[list[SettingDrift], list[str]]:
+def settings_drift(record: Baseline, brief: Brief) -> tuple[list[SettingDrift], list[str]]:
     """(settings whose recorded value differs from the brief's, names of settings the record does not hold).
 
     Pure: compares the record's `sampling` (and `k`) with `brief_sampling_settings(brief)`.
     """
-    found = record.get("sampling")
-    sampling: dict[str, Any] = found if isinstance(found, dict) else {}
+    sampling = record.sampling or BaselineSampling()
     now = brief_sampling_settings(brief)
-    recorded = {**{name: sampling[name] for name in COMPARED_SETTINGS if name in sampling}, "k": record.get("k")}
-    drift = [SettingDrift(name, SETTING_PATHS[name], recorded[name], now[name])
+    brief_values: dict[str, Setting] = {"max_completion_length": now["max_completion_length"],
+                                        "temperature": now["temperature"], "top_p": now["top_p"],
+                                        "system_prompt": now["system_prompt"], "k": now["k"]}
+    recorded = {**sampling.compared(), "k": record.k}
+    drift = [SettingDrift(name, SETTING_PATHS[name], recorded[name], brief_values[name])
              for name in (*COMPARED_SETTINGS, "k")
-             if name in recorded and not _same(recorded[name], now[name])]
-    unknown = [name for name in (*COMPARED_SETTINGS, *RECORDED_ONLY_SETTINGS) if name not in sampling]
+             if name in recorded and not _same(recorded[name], brief_values[name])]
+    unknown = [name for name in (*COMPARED_SETTINGS, *RECORDED_ONLY_SETTINGS) if name not in sampling.held]
     return drift, unknown
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+def _same(a: Setting, b: Setting) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return abs(float(a) - float(b)) <= 1e-9
-    return bool(a == b)
+    return a == b
 
 
-def make_baseline(brief: Brief, *, model_identity: str | None, prompts: dict[str, Any], k: int,
+def make_baseline(brief: Brief, *, model_identity: str | None, prompts: JsonObject, k: int,
                   pass_at_1: float, pass_at_k: float, mean_reward: dict[str, float],
-                  frac_groups_all_tie: float, frac_truncated: float, **extra: Any) -> dict[str, Any]:
+                  frac_groups_all_tie: float, frac_truncated: float, **extra: object) -> dict[str, object]:
     """A baseline record for `brief` with its bindings computed now (`extra`: more fields to keep)."""
-    record: dict[str, Any] = {
+    record: dict[str, object] = {
         "format": FORMAT,
         "brief": {"name": brief.name, "sha256": brief.sha256},
         "created_at": utc_now(),
@@ -199,50 +395,31 @@ def make_baseline(brief: Brief, *, model_identity: str | None, prompts: dict[str
     return record
 
 
-def _structure_problem(rec: dict[str, Any]) -> str:
-    """'' when `rec` has the baseline fields with the right types, else what is wrong."""
-    if rec.get("format") != FORMAT:
-        fmt = rec.get("format")
-        if isinstance(fmt, str) and fmt.startswith(FORMAT_PREFIX):
-            return f"is {fmt}; this llm-finetuning reads {FORMAT}"
-        return f"is not a baseline record (format {fmt!r}, expected {FORMAT})"
-    if not isinstance(rec.get("k"), int) or isinstance(rec.get("k"), bool) or rec["k"] < 1:
-        return "field 'k' is not a positive integer"
-    for key in FRACTIONS:
-        v = rec.get(key)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            return f"field {key!r} is {v!r}; expected a number in [0, 1]"
-    for key in ("mean_reward", "bindings", "prompts", "brief"):
-        if not isinstance(rec.get(key), dict):
-            return f"field {key!r} is missing or not an object"
-    return ""
-
-
 @writes_records
-def write_baseline(path: Path, record: dict[str, Any]) -> dict[str, Any]:
-    """Check the record's fields and write it atomically with its digest. Returns what was written."""
+def write_baseline(path: Path, record: Mapping[str, object]) -> JsonObject:
+    """Check the record's fields and write it atomically with its digest. Returns what was written (read back
+    with `Baseline.parse`)."""
     rec = {k: v for k, v in record.items() if k != "digest"}
     rec.setdefault("format", FORMAT)
     rec.setdefault("created_at", utc_now())
-    problem = _structure_problem(rec)
-    if problem:
-        raise ValueError(f"baseline record {problem}")
     rec["digest"] = sha256_json(rec)
+    written: JsonObject = json.loads(canonical_json(rec))  # the JSON object the file holds
+    try:
+        Baseline.parse(written)
+    except MalformedBaseline as exc:
+        raise ValueError(f"baseline record {exc}") from None
     atomic_write_json(Path(path), rec)
-    return rec
+    return written
 
 
-def load_baseline(path: Path) -> dict[str, Any]:
+def load_baseline(path: Path) -> Baseline:
     """The baseline record at `path`; UnusableInput when it is missing or not one."""
-    rec = read_json_object(Path(path), "baseline record", "run `finetune baseline BRIEF` to write it again")
-    problem = _structure_problem(rec)
-    if problem:
-        raise UnusableInput(f"{path} {problem}", "run `finetune baseline BRIEF` again", str(path))
-    return rec
+    return Baseline.from_json(read_json_object(Path(path), "baseline record",
+                                               "run `finetune baseline BRIEF` to write it again"), path)
 
 
 def verify_baseline(brief: Brief, path: Path, model_identity: str | None = None,
-                    bindings: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, list[Problem]]:
+                    bindings: JsonObject | None = None) -> tuple[Baseline | None, list[Problem]]:
     """(the record at `path`, every reason it cannot stand for `brief` now): no problem means it can; the record
     is None when it is missing or malformed. `bindings`: the brief's `current_bindings`, when the caller has them
     already (a verb computes them once for all its records)."""
@@ -258,9 +435,9 @@ def verify_baseline(brief: Brief, path: Path, model_identity: str | None = None,
     except UnusableInput as exc:
         return None, [Problem("malformed", "record", exc.message, redo)]
     problems = []
-    if rec.get("digest") != sha256_json({k: v for k, v in rec.items() if k != "digest"}):
+    if rec.tampered:
         problems.append(Problem("tampered", "record", f"{shown(path)} was edited after `finetune baseline` wrote it", redo))
     current = bindings if bindings is not None else current_bindings(brief, model_identity)
-    problems += stale_problems(rec["bindings"], current, redo, check_identity=model_identity is not None,
+    problems += stale_problems(rec.bindings, current, redo, check_identity=model_identity is not None,
                                check_data=True)
     return rec, problems

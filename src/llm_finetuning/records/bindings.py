@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.brief import Brief, DataSpec, ModelSpec, RewardSpec
 from llm_finetuning.brief.episode import template_path
@@ -23,7 +22,7 @@ from llm_finetuning.fileio import (
     sha256_json,
     stat_key,
 )
-from llm_finetuning.jsonvalue import JsonValue
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.rewards.sources import file_label
 from llm_finetuning.rewards.sources import reward_source_files as _reward_sources
 
@@ -51,24 +50,30 @@ def _listed(files: JsonValue) -> list[JsonValue]:
     return files
 
 
-def _source_stats(files: list[Path], folder: Path) -> list[Any]:
+def _source_stats(files: list[Path], folder: Path) -> list[list[str | int]]:
     dirs = sorted({str(f.parent) for f in files} | {str(folder)})
     return [stat_key(f) for f in files] + [stat_key(Path(d)) for d in dirs]
 
 
-def reward_bindings(rewards: Sequence[RewardSpec], brief_folder: Path) -> list[dict[str, Any]]:
+def reward_bindings(rewards: Sequence[RewardSpec], brief_folder: Path) -> list[JsonObject]:
     """Per reward: name, fn, sha256 of its spec, and sha256 of each of its source files."""
-    out = []
+    out: list[JsonObject] = []
     for spec in rewards:
-        code: dict[str, str] = {}
+        code: JsonObject = {}
         for f in reward_source_files(spec.fn, brief_folder):
             code[file_label(f, brief_folder)] = sha256_file_or_none(f) or "unreadable"
         out.append({"name": spec.name, "fn": spec.fn, "spec_sha256": sha256_json(spec.as_mapping()), "code": code})
     return out
 
 
-def code_sha256(bound: list[dict[str, Any]]) -> str:
-    return sha256_json(sorted({k: v for b in bound for k, v in b["code"].items()}.items()))
+def code_sha256(bound: list[JsonObject]) -> str:
+    """One sha256 over the source files of every reward (`reward_bindings`' `code` maps)."""
+    return sha256_json(sorted({k: v for b in bound for k, v in as_object(b.get("code")).items()}.items()))
+
+
+def as_object(value: JsonValue) -> JsonObject:
+    """`value` when it is a JSON object, else an empty one: a binding a record lacks compares as absent."""
+    return value if isinstance(value, dict) else {}
 
 
 def model_fingerprint(model: ModelSpec, brief_folder: Path) -> str:
@@ -85,7 +90,7 @@ def model_fingerprint(model: ModelSpec, brief_folder: Path) -> str:
         return f"hub:{mid}@{model.revision or 'main'}"
     d = Path(mid).expanduser()
     d = d if d.is_absolute() else brief_folder / d
-    parts: list[Any] = [sha256_file_or_none(d / "config.json") or "no-config"]
+    parts: list[JsonValue] = [sha256_file_or_none(d / "config.json") or "no-config"]
     try:
         files = sorted(p for p in d.iterdir() if p.name.endswith(WEIGHT_SUFFIXES))
     except OSError:
@@ -96,7 +101,7 @@ def model_fingerprint(model: ModelSpec, brief_folder: Path) -> str:
     return "local:" + sha256_json(parts)
 
 
-def model_binding(model: ModelSpec, brief_folder: Path, identity: str | None) -> dict[str, Any]:
+def model_binding(model: ModelSpec, brief_folder: Path, identity: str | None) -> JsonObject:
     return {
         "id": model.id,
         "revision": model.revision,
@@ -116,13 +121,13 @@ def data_binding(data: DataSpec, brief_folder: Path) -> tuple[str, str]:
     return ref, sha256_bytes(f"hub:{ref}:{data.split}".encode())
 
 
-def episode_binding(brief: Brief) -> dict[str, Any] | None:
+def episode_binding(brief: Brief) -> JsonObject | None:
     """The episode a record was sampled under: its section, and sha256 of each tool's and the environment's
     source files (as reward code is bound) and of the chat template file; None without an episode."""
     spec = brief.episode
     if spec is None:
         return None
-    code: dict[str, str] = {}
+    code: JsonObject = {}
     for _, ref in spec.code_refs():
         for f in reward_source_files(ref, brief.folder):
             code[file_label(f, brief.folder)] = sha256_file_or_none(f) or "unreadable"
@@ -132,7 +137,7 @@ def episode_binding(brief: Brief) -> dict[str, Any] | None:
     return {"spec_sha256": sha256_json(brief.as_mapping()["episode"]), "code": code}  # the section as defaulted
 
 
-def _episode_problems(stored: Any, current: Any, fix: str) -> list[Problem]:
+def _episode_problems(stored: JsonValue, current: JsonValue, fix: str) -> list[Problem]:
     """What changed in the episode (tools, environment, template) since a record, naming each file."""
     if stored == current:
         return []
@@ -140,23 +145,23 @@ def _episode_problems(stored: Any, current: Any, fix: str) -> list[Problem]:
         what = "the brief gained an episode section" if current else "the brief's episode section was removed"
         return [Problem("stale", "episode", f"{what} since the record", fix)]
     changes = ["the episode section (tools, environment, max_turns, chat_template) changed"] \
-        if stored.get("spec_sha256") != current["spec_sha256"] else []
-    old, new = stored.get("code") or {}, current["code"]
+        if stored.get("spec_sha256") != current.get("spec_sha256") else []
+    old, new = as_object(stored.get("code")), as_object(current.get("code"))
     changes += [f"{label} {'is new' if label not in old else 'is no longer used' if label not in new else 'changed'}"
                 for label in sorted(set(old) | set(new)) if old.get(label) != new.get(label)]
     return [Problem("stale", "episode", "the episode's tools changed since the record: " + "; ".join(changes), fix)]
 
 
-def current_bindings(brief: Brief, model_identity: str | None) -> dict[str, Any]:
+def current_bindings(brief: Brief, model_identity: str | None) -> JsonObject:
     """The bindings a record written now for `brief` would carry (shared by baseline and inspection)."""
-    bound = reward_bindings(brief.rewards, brief.folder)
+    bound: list[JsonValue] = [*reward_bindings(brief.rewards, brief.folder)]
     source, data_sha = data_binding(brief.data, brief.folder)
     episode = episode_binding(brief)
     return {
         **({"episode": episode} if episode is not None else {}),  # absent for a brief without tools
         "rewards_spec_sha256": sha256_json([r.as_mapping() for r in brief.rewards]),
         "rewards": bound,
-        "reward_code_sha256": code_sha256(bound),
+        "reward_code_sha256": code_sha256([b for b in bound if isinstance(b, dict)]),
         "model": model_binding(brief.model, brief.folder, model_identity),
         "data_source": source,
         "data_sha256": data_sha,
@@ -165,12 +170,18 @@ def current_bindings(brief: Brief, model_identity: str | None) -> dict[str, Any]
     }
 
 
-def stale_problems(stored: dict[str, Any], current: dict[str, Any], fix: str,
+def _rewards_by_name(bindings: JsonObject) -> dict[str, JsonObject]:
+    found = bindings.get("rewards")
+    return {str(b.get("name")): b for b in found if isinstance(b, dict)} if isinstance(found, list) else {}
+
+
+def stale_problems(stored: JsonObject, current: JsonObject, fix: str,
                    check_identity: bool, check_data: bool = False) -> list[Problem]:
-    """Problems naming exactly what changed between a record's bindings and the brief's now."""
+    """Problems naming exactly what changed between a record's bindings and the brief's now (`current`, from
+    `current_bindings`)."""
     problems: list[Problem] = []
-    old_rewards = {b.get("name"): b for b in stored.get("rewards", []) if isinstance(b, dict)}
-    new_rewards = {b["name"]: b for b in current["rewards"]}
+    old_rewards = _rewards_by_name(stored)
+    new_rewards = _rewards_by_name(current)
     spec_changes = []
     code_changes = []
     for i, (name, new) in enumerate(new_rewards.items()):
@@ -178,20 +189,20 @@ def stale_problems(stored: dict[str, Any], current: dict[str, Any], fix: str,
         if old is None:
             spec_changes.append(f"rewards[{i}] ({name}) was added")
             continue
-        if old.get("spec_sha256") != new["spec_sha256"]:
+        if old.get("spec_sha256") != new.get("spec_sha256"):
             spec_changes.append(f"rewards[{i}] ({name}) fn/weight/args changed")
-        old_code = old.get("code", {}) if isinstance(old.get("code"), dict) else {}
-        for label in sorted(set(old_code) | set(new["code"])):
-            if label not in new["code"]:
+        old_code, new_code = as_object(old.get("code")), as_object(new.get("code"))
+        for label in sorted(set(old_code) | set(new_code)):
+            if label not in new_code:
                 code_changes.append(f"{label} is no longer part of {name}")
             elif label not in old_code:
                 code_changes.append(f"{label} is new in {name}")
-            elif old_code[label] != new["code"][label]:
+            elif old_code[label] != new_code[label]:
                 code_changes.append(f"{label} ({name}) changed")
     for name in old_rewards:
         if name not in new_rewards:
             spec_changes.append(f"reward {name} was removed")
-    if not spec_changes and stored.get("rewards_spec_sha256") != current["rewards_spec_sha256"]:
+    if not spec_changes and stored.get("rewards_spec_sha256") != current.get("rewards_spec_sha256"):
         spec_changes.append("the rewards list changed (order or content)")
     if spec_changes:
         problems.append(Problem("stale", "rewards_spec", "reward specs changed since the record: "
@@ -199,23 +210,23 @@ def stale_problems(stored: dict[str, Any], current: dict[str, Any], fix: str,
     if code_changes:
         problems.append(Problem("stale", "reward_code", "reward code changed since the record: "
                                 + "; ".join(dict.fromkeys(code_changes)), fix))
-    old_model = stored.get("model", {}) if isinstance(stored.get("model"), dict) else {}
-    new_model = current["model"]
-    changed = [f"model.{k}: {old_model.get(k)!r} -> {new_model[k]!r}" for k in ("id", "revision", "gguf_file")
-               if old_model.get(k) != new_model[k]]
-    if not changed and old_model.get("fingerprint") != new_model["fingerprint"]:
-        changed.append(f"the files of model {new_model['id']!r} changed (config.json or weight files)")
-    if check_identity and new_model["identity"] is not None and old_model.get("identity") != new_model["identity"]:
-        changed.append(f"model identity {old_model.get('identity')!r} -> {new_model['identity']!r}")
+    old_model, new_model = as_object(stored.get("model")), as_object(current.get("model"))
+    changed = [f"model.{k}: {old_model.get(k)!r} -> {new_model.get(k)!r}" for k in ("id", "revision", "gguf_file")
+               if old_model.get(k) != new_model.get(k)]
+    if not changed and old_model.get("fingerprint") != new_model.get("fingerprint"):
+        changed.append(f"the files of model {new_model.get('id')!r} changed (config.json or weight files)")
+    if (check_identity and new_model.get("identity") is not None
+            and old_model.get("identity") != new_model.get("identity")):
+        changed.append(f"model identity {old_model.get('identity')!r} -> {new_model.get('identity')!r}")
     if changed:
         problems.append(Problem("stale", "model", "the model changed since the record: " + "; ".join(changed), fix))
     old_kwargs = stored.get("chat_template_kwargs") or {}
-    if old_kwargs != current["chat_template_kwargs"]:
+    if old_kwargs != current.get("chat_template_kwargs"):
         problems.append(Problem("stale", "chat_template", "data.chat_template_kwargs changed since the record: "
-                                f"{old_kwargs!r} -> {current['chat_template_kwargs']!r} (the prompts were rendered "
+                                f"{old_kwargs!r} -> {current.get('chat_template_kwargs')!r} (the prompts were rendered "
                                 "differently)", fix))
     problems += _episode_problems(stored.get("episode"), current.get("episode"), fix)
-    if check_data and stored.get("data_sha256") != current["data_sha256"]:
-        problems.append(Problem("stale", "data", f"the prompts ({current['data_source']}) changed since the record",
+    if check_data and stored.get("data_sha256") != current.get("data_sha256"):
+        problems.append(Problem("stale", "data", f"the prompts ({current.get('data_source')}) changed since the record",
                                 fix))
     return problems

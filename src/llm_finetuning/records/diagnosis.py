@@ -8,13 +8,14 @@ the file helpers.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import sha256_file
-from llm_finetuning.rundir import DIAGNOSIS
+from llm_finetuning.rundir import DIAGNOSIS, read_diagnosis
+from llm_finetuning.rundir.diagnosis import DIAGNOSIS_FORMAT
 
-DIAGNOSIS_FORMAT = 1
+__all__ = ["DIAGNOSIS_FORMAT", "verify_diagnosis"]
 
 
 def verify_diagnosis(run_dir: str | Path, brief_name: str | None = None) -> list[str]:
@@ -25,29 +26,26 @@ def verify_diagnosis(run_dir: str | Path, brief_name: str | None = None) -> list
     """
     root = Path(run_dir)
     path = root / DIAGNOSIS
-    if not path.is_file():
-        return [f"{path} does not exist: run `finetune diagnose {root}` after the run ends"]
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return [f"{path} is not readable JSON ({exc}): run `finetune diagnose {root}` again"]
-    if not isinstance(record, dict) or record.get("format") != DIAGNOSIS_FORMAT:
-        return [f"{path} is not a diagnosis of format {DIAGNOSIS_FORMAT}: run `finetune diagnose {root}` again"]
+        record = read_diagnosis(root)
+    except UnusableInput as exc:
+        return [f"{exc.message}: run `finetune diagnose {root}` again"]
+    if record is None:
+        return [f"{path} does not exist: run `finetune diagnose {root}` after the run ends"]
     problems = []
-    if record.get("healthy") is not True:
-        found = [f for f in record.get("findings", []) if isinstance(f, dict) and f.get("severity") != "info"]
-        own = ", ".join(str(f.get("id")) for f in found if f.get("kind", "training") == "training")
-        task = ", ".join(str(f.get("id")) for f in found if f.get("kind") == "task")
+    if not record.healthy:
+        found = [f for f in record.findings if f.is_failure]
+        own = ", ".join(f.id for f in found if f.kind == "training")
+        task = ", ".join(f.id for f in found if f.kind == "task")
         problems.append(f"{path}: the run was not diagnosed healthy (the run's findings: {own or 'unknown'}"
                         + (f"; the task's, which alone would not stop it: {task}" if task else "") + ")")
-    if record.get("ended") is not True:
+    if not record.ended:
         problems.append(f"{path}: the run had not ended when diagnosed; diagnose it again after it finishes")
-    if brief_name is not None and record.get("brief_name") != brief_name:
-        problems.append(f"{path}: diagnosed run belongs to brief {record.get('brief_name')!r}, not {brief_name!r}")
-    source = root / str(record.get("source", ""))
-    if not record.get("source") or not source.is_file():
-        problems.append(f"{path}: the diagnosed metrics file {record.get('source')!r} is gone")
-    else:
-        if sha256_file(source) != record.get("source_sha256"):
-            problems.append(f"{source} changed since it was diagnosed: run `finetune diagnose {root}` again")
+    if brief_name is not None and record.brief_name != brief_name:
+        problems.append(f"{path}: diagnosed run belongs to brief {record.brief_name!r}, not {brief_name!r}")
+    source = root / (record.source or "")
+    if not record.source or not source.is_file():
+        problems.append(f"{path}: the diagnosed metrics file {record.source!r} is gone")
+    elif sha256_file(source) != record.source_sha256:
+        problems.append(f"{source} changed since it was diagnosed: run `finetune diagnose {root}` again")
     return problems

@@ -21,7 +21,6 @@ from llm_finetuning import __version__
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import atomic_write_text, sha256_bytes, sha256_file
-from llm_finetuning.jsonvalue import JsonObject
 from llm_finetuning.render.manifest import build_manifest
 from llm_finetuning.render.plan import (
     MAIN_PROCESS_PORT,
@@ -39,7 +38,7 @@ from llm_finetuning.rundir import (
     REWARDS_ENTRY,
     SBATCH_SCRIPT,
 )
-from llm_finetuning.rundir.manifest import load_manifest, read_manifest, write_manifest
+from llm_finetuning.rundir.manifest import Manifest, load_manifest, read_manifest, write_manifest
 
 if TYPE_CHECKING:
     import jinja2
@@ -130,7 +129,7 @@ class RenderResult:
     run_dir: Path
     plan: RunPlan
     files: dict[str, str]  # name -> sha256
-    manifest: JsonObject
+    manifest: Manifest
 
 
 def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str, recommend: Mapping[str, object] | None = None,
@@ -144,7 +143,7 @@ def render_run(brief: Brief, run_dir: Path, gate_fingerprint: str, recommend: Ma
     plan = build_plan(brief, run_dir, recommend)
     texts = render_files(plan)
     previous = read_manifest(run_dir)
-    old = previous.get("files", {}) if previous is not None else {}
+    old = previous.files if previous is not None else {}
     for stale in set(old) - set(texts):
         if "/" not in stale and (run_dir / stale).is_file():
             (run_dir / stale).unlink()
@@ -204,9 +203,9 @@ def render_differences(brief: Brief, run_dir: Path, gate_fingerprint: str,
         have_manifest = load_manifest(run_dir)
     except UnusableInput as exc:
         return [*problems, Problem("rendered_differs", MANIFEST, exc.message, rerender)]
-    keys = sorted(k for k in set(want) | set(have_manifest) if want.get(k) != have_manifest.get(k))
-    files = have_manifest.get("files")
-    have_files: JsonObject = files if isinstance(files, dict) else {}
+    want_json, have_json = want.to_json(), have_manifest.to_json()
+    keys = sorted(k for k in set(want_json) | set(have_json) if want_json.get(k) != have_json.get(k))
+    have_files = have_manifest.files
     if "files" in keys and set(have_files) == set(hashes) and {
             n for n in hashes if have_files[n] != hashes[n]} <= {p.path for p in problems}:
         keys.remove("files")  # only the hashes of files named above differ

@@ -14,10 +14,9 @@ from pathlib import Path
 from llm_finetuning import __version__
 from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import sha256_file
-from llm_finetuning.jsonvalue import JsonObject
 from llm_finetuning.render.plan import RunPlan
 from llm_finetuning.render.plan import relative_to_run as _rel
-from llm_finetuning.rundir.manifest import MANIFEST_FORMAT
+from llm_finetuning.rundir.manifest import Manifest, RecordBinding
 
 
 def record_paths(brief: Brief) -> dict[str, Path]:
@@ -30,19 +29,11 @@ def record_paths(brief: Brief) -> dict[str, Path]:
 
 
 def build_manifest(brief: Brief, run_dir: Path, plan: RunPlan, files: dict[str, str], gate_fingerprint: str,
-                   record_sha256: dict[str, str | None]) -> JsonObject:
-    """The manifest's JSON object; each record's sha256 from `record_sha256` (the gate's) where it is there."""
-    records: JsonObject = {}
+                   record_sha256: dict[str, str | None]) -> Manifest:
+    """The manifest; each record's sha256 from `record_sha256` (the gate's) where it is there."""
+    records = {}
     for key, path in sorted(record_paths(brief).items()):
         digest = record_sha256[key] if key in record_sha256 else (sha256_file(path) if path.is_file() else None)
-        records[key] = {"path": _rel(path, run_dir), "sha256": digest}
-    return {
-        "format": MANIFEST_FORMAT,
-        "llm_finetuning_version": __version__,
-        "name": brief.name,
-        "brief": {"path": _rel(brief.path, run_dir), "sha256": brief.sha256},
-        "gate_fingerprint": gate_fingerprint,
-        "records": records,
-        "files": dict(sorted(files.items())),
-        "topology": plan.topology.to_json(),
-    }
+        records[key] = RecordBinding(_rel(path, run_dir), digest)
+    return Manifest(brief.name, _rel(brief.path, run_dir), brief.sha256, dict(sorted(files.items())), records,
+                    gate_fingerprint, plan.topology, __version__)

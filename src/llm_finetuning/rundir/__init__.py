@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning import integrity
-from llm_finetuning.fileio import atomic_write_text, read_json_or_none
+from llm_finetuning.fileio import atomic_write_text, read_json_object, read_json_or_none
+from llm_finetuning.jsonvalue import JsonObject
+from llm_finetuning.rundir.diagnosis import Diagnosis
 
 MANIFEST = integrity.MANIFEST  # "manifest.json", spelled where the plugin's guard reads it too
 # What `finetune render` writes (SBATCH_SCRIPT for a run over several nodes only).
@@ -57,7 +58,7 @@ LAUNCH_LOCK = "launch.lock"
 STOP_REQUEST = "stop.request"
 
 
-def metrics_rows(run_dir: Path) -> list[dict[str, Any]]:
+def metrics_rows(run_dir: Path) -> list[JsonObject]:
     """The JSON objects of RUN_DIR/metrics.jsonl in file order (lines that are not one skipped); [] without it."""
     try:
         lines = (Path(run_dir) / METRICS).read_text(encoding="utf-8").splitlines()
@@ -77,8 +78,9 @@ def metrics_rows(run_dir: Path) -> list[dict[str, Any]]:
 def end_step(run_dir: Path) -> int | None:
     """The step of metrics.jsonl's end marker (written when training reached max_steps), or None."""
     for row in reversed(metrics_rows(run_dir)):
-        if row.get("event") == END_EVENT:
-            return int(row.get("step", 0))
+        step = row.get("step", 0)
+        if row.get("event") == END_EVENT and isinstance(step, (int, float)):
+            return int(step)
     return None
 
 
@@ -87,18 +89,23 @@ def run_finished(run_dir: Path) -> bool:
     return (Path(run_dir) / FINAL_MODEL).is_dir() and end_step(run_dir) is not None
 
 
-def read_evaluation(run_dir: Path) -> dict[str, Any] | None:
+def read_evaluation(run_dir: Path) -> JsonObject | None:
     """RUN_DIR/eval.json, `finetune eval`'s latest result, or None when absent or unreadable."""
     return read_json_or_none(Path(run_dir) / EVAL_JSON)
 
 
-def read_diagnosis(run_dir: Path) -> dict[str, Any] | None:
-    """RUN_DIR/diagnosis.json as written, or None when absent or unreadable (verified: `records.diagnosis`)."""
-    return read_json_or_none(Path(run_dir) / DIAGNOSIS)
+def read_diagnosis(run_dir: Path) -> Diagnosis | None:
+    """RUN_DIR/diagnosis.json, parsed; None when absent, UnusableInput naming the file when it is there but not a
+    diagnosis (verified against the run: `records.diagnosis`)."""
+    path = Path(run_dir) / DIAGNOSIS
+    if not path.is_file():
+        return None
+    again = f"run `finetune diagnose {run_dir}` again"
+    return Diagnosis.from_json(read_json_object(path, "diagnosis record", again), str(path), again)
 
 
-def write_diagnosis(run_dir: Path, record: dict[str, Any]) -> Path:
+def write_diagnosis(run_dir: Path, record: Diagnosis) -> Path:
     """Write RUN_DIR/diagnosis.json atomically (temp file, fsync, rename, folder fsync)."""
     path = Path(run_dir) / DIAGNOSIS
-    atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(path, json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n")
     return path

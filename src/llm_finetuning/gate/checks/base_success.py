@@ -15,13 +15,11 @@ to rule out where SFT costs a training run.
 
 from __future__ import annotations
 
-from typing import Any
-
 from llm_finetuning.brief import Brief
 from llm_finetuning.fileio import shown
 from llm_finetuning.gate.context import GateContext
 from llm_finetuning.gate.result import FAIL, PASS, WARN, CheckResult
-from llm_finetuning.records.baseline import measured_for_evaluation, recorded_decoding, settings_drift
+from llm_finetuning.records.baseline import Baseline, Setting, settings_drift
 
 ID = "base_success_nonzero"
 PATH = "records.baseline"
@@ -34,23 +32,23 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
         return [CheckResult(ID, FAIL, PATH, f"{p.id}: {p.message}", p.fix) for p in ctx.baseline_problems]
     b = ctx.baseline
     assert b is not None  # load_context loads the record whenever it has no problem
-    if measured_for_evaluation(b):
+    if b.for_evaluation:
         return [evaluation_setting_failure(brief, b)]
-    n = b.get("prompts", {}).get("count", "?")
-    figures = f"pass@1 {b['pass_at_1']:.2f}, pass@{b['k']} {b['pass_at_k']:.2f} over {n} prompts"
-    if b["pass_at_k"] <= 0:
+    n = "?" if b.prompts.count is None else b.prompts.count
+    figures = f"pass@1 {b.pass_at_1:.2f}, pass@{b.k} {b.pass_at_k:.2f} over {n} prompts"
+    if b.pass_at_k <= 0:
         return [zero_success_failure(brief, b, figures, reward_checked=not ctx.inspection_problems)] + \
             settings_warnings(brief, b)
     results = [CheckResult(ID, PASS, PATH, f"base success is nonzero: {figures}")]
-    tie = b["frac_groups_all_tie"]
+    tie = b.frac_groups_all_tie
     if tie >= TIE_WARN:
         results.append(CheckResult(
             ID, WARN, PATH, f"{tie:.0%} of groups have all-equal rewards: little learning signal",
             "use easier prompts, a finer-grained reward (partial credit), or a larger grpo.num_generations"))
-    truncated = b["frac_truncated"]
+    truncated = b.frac_truncated
     if truncated >= TRUNCATED_WARN:
-        measured = (b.get("sampling") or {}).get("max_completion_length")
-        cap = measured if isinstance(measured, int) else brief.grpo.max_completion_length
+        measured = b.sampling.max_completion_length if b.sampling is not None else None
+        cap = measured if measured is not None else brief.grpo.max_completion_length
         results.append(CheckResult(
             ID, WARN, "grpo.max_completion_length", f"{truncated:.0%} of baseline completions were cut at "
             f"max_completion_length ({cap} tokens, the baseline's setting)",
@@ -59,17 +57,10 @@ def check(brief: Brief, ctx: GateContext) -> list[CheckResult]:
     return results + settings_warnings(brief, b)
 
 
-def _recorded_advice(record: dict[str, Any]) -> list[str]:
-    """The advice `finetune baseline` wrote into the record's verdict (older records have none)."""
-    verdict = record.get("verdict")
-    advice = verdict.get("advice") if isinstance(verdict, dict) else None
-    return [a for a in advice if isinstance(a, str) and a] if isinstance(advice, list) else []
-
-
-def zero_success_failure(brief: Brief, record: dict[str, Any], figures: str, reward_checked: bool) -> CheckResult:
+def zero_success_failure(brief: Brief, record: Baseline, figures: str, reward_checked: bool) -> CheckResult:
     """pass@k is 0: the baseline's own advice, with `finetune inspect` first while no inspection checked the
     reward and left out once one has (`reward_checked`)."""
-    advice = _recorded_advice(record) or [
+    advice = list(record.advice) or [
         "train on demonstrations first with SFT (the lora-qlora-recipes skill), point model.id at the SFT "
         f"model, then run `finetune baseline {shown(brief.path)}` again"]
     message = f"the base model never succeeded ({figures}): every group ties at zero and GRPO has nothing to learn from"
@@ -84,9 +75,9 @@ def zero_success_failure(brief: Brief, record: dict[str, Any], figures: str, rew
     return CheckResult(ID, FAIL, PATH, message, fix)
 
 
-def evaluation_setting_failure(brief: Brief, record: dict[str, Any]) -> CheckResult:
+def evaluation_setting_failure(brief: Brief, record: Baseline) -> CheckResult:
     """The record at records.baseline measures an evaluation setting, not the training temperature."""
-    decoding = recorded_decoding(record)
+    decoding = record.decoding
     setting = decoding.label if decoding is not None else "an evaluation setting"
     temperature = float(brief.grpo.temperature)
     return CheckResult(
@@ -97,7 +88,7 @@ def evaluation_setting_failure(brief: Brief, record: dict[str, Any]) -> CheckRes
         "grpo.temperature into records.baseline")
 
 
-def _shown_value(value: Any) -> str:
+def _shown_value(value: Setting) -> str:
     if value is None:
         return "none"
     if isinstance(value, str):
@@ -105,7 +96,7 @@ def _shown_value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def settings_warnings(brief: Brief, record: dict[str, Any]) -> list[CheckResult]:
+def settings_warnings(brief: Brief, record: Baseline) -> list[CheckResult]:
     """One warning per sampling setting that differs from the record's, and one for settings it lacks."""
     redo = f"run `finetune baseline {shown(brief.path)}` to measure under the brief's settings"
     drift, unknown = settings_drift(record, brief)
