@@ -100,7 +100,8 @@ class Review(ReviewSession):
         body.highlight_regex(SPECIAL_TOKEN.pattern, "bold reverse")
         c.rule(escape(f"{label}{cut}"), align="left", characters="·")
         c.print(body)
-        raw = special_tokens_in_turns(s["episode"]) if isinstance(s.get("episode"), dict) else []
+        episode = s.get("episode")
+        raw = special_tokens_in_turns(episode) if isinstance(episode, dict) else []
         if raw:
             c.print(Text(f"! raw special tokens the model wrote in {'; '.join(raw)}: a made-up chat turn", style="bold"))
         outcome = "success" if s.get("success") else "failure"
@@ -111,13 +112,14 @@ class Review(ReviewSession):
         why = sample_explanations(s)
         if why is not None:
             table.add_column("why", overflow="fold")
-        for name, value in (s.get("rewards") or {}).items():
-            cells = [Text(str(name)), Text("None" if value is None else f"{float(value):g}")]
+        rewards = s.get("rewards")
+        for name, value in (rewards if isinstance(rewards, dict) else {}).items():
+            cells = [Text(str(name)), Text(f"{value:g}" if isinstance(value, (int, float)) else str(value))]
             table.add_row(*cells, *([Text(why.get(name) or "")] if why is not None else []))
         c.print(table)
         c.rule("Reference (summarised; whole in the inspection report)", align="left", characters="·")
         c.print(Text("\n".join(reference_lines(s.get("reference", {})))))
-        current = self.record["verdicts"].get(s["id"])
+        current = self.verdict(s)
         if current:
             note = f" (note: {current.get('note')})" if current.get("note") else ""
             c.print(f"Your verdict so far: {current['verdict']}{note}", markup=False)
@@ -209,12 +211,12 @@ def _finish(review: Review) -> Finish:
 
 def run_review(path: Path, key_path: Path | None = None) -> int:
     """The interactive loop; returns the exit code."""
-    from llm_finetuning.records.inspection import disagreements, is_sealed
+    from llm_finetuning.records.inspection import disagreements, is_sealed, review_of
 
     review = Review(path, key_path)
     c = review.console
     if is_sealed(review.record):
-        who = (review.record.get("review") or {}).get("reviewer", "?")
+        who = review_of(review.record).get("reviewer", "?")
         c.print(f"{path} is already sealed (reviewer: {who}).", markup=False)
         dis = _summary(review)
         return EXIT_REJECTED if dis else EXIT_OK

@@ -37,10 +37,10 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llm_finetuning import locations
 from llm_finetuning.brief import Brief
@@ -57,6 +57,7 @@ from llm_finetuning.fileio import (
     utc_now,
 )
 from llm_finetuning.integrity import writes_records
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.records import KINDS, signing
 from llm_finetuning.records.bindings import current_bindings, stale_problems
 
@@ -76,19 +77,53 @@ class RecordError(UnusableInput):
     with the message and the fix, which the CLI converts in its one place."""
 
 
+def _object(value: JsonValue) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+def sample_refs(record: JsonObject) -> list[JsonObject]:
+    """The record's `samples` entries ({id, sha256}), in order (`load_inspection` checked their shape)."""
+    found = record.get("samples")
+    return [s for s in found if isinstance(s, dict)] if isinstance(found, list) else []
+
+
+def sample_ids(record: JsonObject) -> list[str]:
+    return [str(s.get("id")) for s in sample_refs(record)]
+
+
+def verdicts_of(record: JsonObject) -> JsonObject:
+    """The record's verdicts by sample id (each {verdict, note, at, seconds}); the record's own object, which
+    `set_verdict` adds to."""
+    found = record.get("verdicts")
+    if not isinstance(found, dict):
+        found = record["verdicts"] = {}
+    return found
+
+
+def verdict_of(record: JsonObject, sample_id: str) -> JsonObject | None:
+    """The verdict on one sample, or None when it has none."""
+    found = verdicts_of(record).get(sample_id)
+    return found if isinstance(found, dict) else None
+
+
+def review_of(record: JsonObject) -> JsonObject:
+    """The sealed review block ({reviewer, sealed_at, counts, ...}); empty while unsealed."""
+    return _object(record.get("review"))
+
+
 def samples_path(record_path: Path) -> Path:
     """`records/inspection.json` -> `records/inspection.samples.jsonl`."""
     record_path = Path(record_path)
     return record_path.with_name(record_path.stem + ".samples.jsonl")
 
 
-def _sample_line(sample: dict[str, Any]) -> bytes:
+def _sample_line(sample: Mapping[str, object]) -> bytes:
     return json.dumps(sample, ensure_ascii=False, sort_keys=True, allow_nan=False).encode("utf-8") + b"\n"
 
 
 @writes_records
-def create_inspection(brief: Brief, samples: list[dict[str, Any]], record_path: Path,
-                      model_identity: str | None) -> dict[str, Any]:
+def create_inspection(brief: Brief, samples: Sequence[Mapping[str, object]], record_path: Path,
+                      model_identity: str | None) -> JsonObject:
     """Write the samples file and the unreviewed record bound to the brief's rewards, code and model.
 
     Each sample needs `prompt`, `completion` and `rewards` ({reward name: value}); a missing `id` becomes
@@ -97,7 +132,7 @@ def create_inspection(brief: Brief, samples: list[dict[str, Any]], record_path: 
     record_path = Path(record_path)
     names = brief.reward_names + [
         n for n in [environment_reward_name(brief.episode)] if n]  # an episode's environment scores it too
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     seen: set[str] = set()
     for i, s in enumerate(samples):
         if not isinstance(s, dict) or "completion" not in s or "prompt" not in s:
@@ -109,7 +144,8 @@ def create_inspection(brief: Brief, samples: list[dict[str, Any]], record_path: 
         seen.add(row["id"])
         rewards = row.get("rewards")
         if not isinstance(rewards, dict) or sorted(rewards) != sorted(names):
-            raise RecordError(f"sample {row['id']} scores {sorted(rewards or {})}; the brief's rewards are {names}")
+            scored = sorted(rewards) if isinstance(rewards, dict) else []
+            raise RecordError(f"sample {row['id']} scores {scored}; the brief's rewards are {names}")
         why = row.get("explanations")
         if why is not None and (not isinstance(why, dict) or not set(why) <= set(names)
                                 or not all(w is None or isinstance(w, str) for w in why.values())):
@@ -122,12 +158,12 @@ def create_inspection(brief: Brief, samples: list[dict[str, Any]], record_path: 
     bindings.pop("data_source")
     bindings.pop("data_sha256")
     bindings["samples_sha256"] = sha256_bytes(b"".join(lines))
-    record: dict[str, Any] = {
+    record: JsonObject = {
         "format": FORMAT,
         "brief": {"name": brief.name, "sha256": brief.sha256},
         "created_at": utc_now(),
         "samples_file": spath.name,
-        "samples": [{"id": r["id"], "sha256": sha256_bytes(line)} for r, line in zip(rows, lines, strict=True)],
+        "samples": [{"id": str(r["id"]), "sha256": sha256_bytes(line)} for r, line in zip(rows, lines, strict=True)],
         "bindings": bindings,
         "verdicts": {},
         "review": None,
@@ -137,7 +173,7 @@ def create_inspection(brief: Brief, samples: list[dict[str, Any]], record_path: 
     return record
 
 
-def _check_structure(rec: dict[str, Any], path: Path) -> None:
+def _check_structure(rec: JsonObject, path: Path) -> None:
     fmt = rec.get("format")
     if fmt != FORMAT:
         if isinstance(fmt, str) and fmt.startswith(FORMAT_PREFIX):
@@ -151,20 +187,20 @@ def _check_structure(rec: dict[str, Any], path: Path) -> None:
         if not isinstance(rec.get(key), typ):
             raise UnusableInput(f"{path}: field {key!r} is missing or not a {typ.__name__}",
                                 "run `finetune inspect` again", str(path))
-    name = rec["samples_file"]
+    name = str(rec["samples_file"])
     if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
         raise UnusableInput(f"{path}: samples_file {name!r} is not a file name beside the record",
                             "run `finetune inspect` again", str(path))
     for key in ("review", "seal"):
         if rec.get(key) is not None and not isinstance(rec.get(key), dict):
             raise UnusableInput(f"{path}: field {key!r} is not an object", "run `finetune inspect` again", str(path))
-    for s in rec["samples"]:
+    for s in rec["samples"] if isinstance(rec["samples"], list) else []:
         if not (isinstance(s, dict) and isinstance(s.get("id"), str) and isinstance(s.get("sha256"), str)):
             raise UnusableInput(f"{path}: an entry of 'samples' lacks id/sha256", "run `finetune inspect` again",
                                 str(path))
 
 
-def load_inspection(path: Path) -> dict[str, Any]:
+def load_inspection(path: Path) -> JsonObject:
     """The record at `path`, structurally checked; UnusableInput when it is not one."""
     rec = read_json_object(Path(path), "inspection record",
                            "run `finetune inspect BRIEF` to write it again, then `finetune review` it")
@@ -172,7 +208,7 @@ def load_inspection(path: Path) -> dict[str, Any]:
     return rec
 
 
-def load_samples(record_path: Path) -> list[dict[str, Any]]:
+def load_samples(record_path: Path) -> list[JsonObject]:
     """The samples beside a record, in order (for `finetune review` to show)."""
     spath = samples_path(record_path)
     try:
@@ -186,11 +222,14 @@ def load_samples(record_path: Path) -> list[dict[str, Any]]:
             obj = json.loads(line)
         except ValueError:
             raise UnusableInput(f"{spath} line {n} is not JSON", "run `finetune inspect` again", str(spath)) from None
+        if not isinstance(obj, dict):
+            raise UnusableInput(f"{spath} line {n} is not a sample object", "run `finetune inspect` again",
+                                str(spath))
         out.append(obj)
     return out
 
 
-def sample_explanations(sample: dict[str, Any]) -> dict[str, str | None] | None:
+def sample_explanations(sample: JsonObject) -> dict[str, str | None] | None:
     """Each reward's explanation of one sample, made safe to print; None for a sample written before
     explanations existed (or whose rewards gave none)."""
     from llm_finetuning.rewards.explain import tidy
@@ -201,11 +240,11 @@ def sample_explanations(sample: dict[str, Any]) -> dict[str, str | None] | None:
     return {str(name): tidy(w) if isinstance(w, str) else None for name, w in why.items()}
 
 
-def is_sealed(record: dict[str, Any]) -> bool:
+def is_sealed(record: JsonObject) -> bool:
     return isinstance(record.get("seal"), dict)
 
 
-def _known_seconds(value: Any) -> float | None:
+def _known_seconds(value: JsonValue) -> float | None:
     """A verdict's seconds when it is a usable number, else None (unknown)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         return None
@@ -213,8 +252,8 @@ def _known_seconds(value: Any) -> float | None:
 
 
 @writes_records
-def set_verdict(record: dict[str, Any], sample_id: str, verdict: str, note: str = "",
-                seconds: float | None = None) -> dict[str, Any]:
+def set_verdict(record: JsonObject, sample_id: str, verdict: str, note: str = "",
+                seconds: float | None = None) -> JsonObject:
     """Record the person's verdict on one sample (in memory; `save_progress` writes it).
 
     `seconds`: how long the sample was in front of the person before this verdict (None: unknown). A
@@ -225,14 +264,14 @@ def set_verdict(record: dict[str, Any], sample_id: str, verdict: str, note: str 
                           "run `finetune inspect BRIEF` for a new record")
     if verdict not in VERDICTS:
         raise RecordError(f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
-    if sample_id not in {s["id"] for s in record["samples"]}:
+    if sample_id not in sample_ids(record):
         raise RecordError(f"no sample {sample_id!r} in this record")
     if seconds is not None and _known_seconds(seconds) is None:
         raise RecordError(f"seconds {seconds!r} is not a number of seconds >= 0")
-    before = record["verdicts"].get(sample_id)
-    earlier = _known_seconds(before.get("seconds")) if isinstance(before, dict) else None
+    before = verdict_of(record, sample_id)
+    earlier = _known_seconds(before.get("seconds")) if before is not None else None
     spent = None if seconds is None and earlier is None else round((earlier or 0.0) + (seconds or 0.0), 1)
-    record["verdicts"][sample_id] = {"verdict": verdict, "note": str(note), "at": utc_now(), "seconds": spent}
+    verdicts_of(record)[sample_id] = {"verdict": verdict, "note": str(note), "at": utc_now(), "seconds": spent}
     return record
 
 
@@ -246,21 +285,21 @@ class ReviewTiming:
     total_seconds: float | None
 
 
-def review_timing(record: dict[str, Any]) -> ReviewTiming:
+def review_timing(record: JsonObject) -> ReviewTiming:
     """The median and total seconds a sample over the record's timed verdicts (None when none is timed)."""
-    verdicts = record.get("verdicts") or {}
     times = []
-    for s in record["samples"]:
-        v = verdicts.get(s["id"])
-        known = _known_seconds(v.get("seconds")) if isinstance(v, dict) else None
+    ids = sample_ids(record)
+    for sid in ids:
+        v = verdict_of(record, sid)
+        known = _known_seconds(v.get("seconds")) if v is not None else None
         if known is not None:
             times.append(known)
     if not times:
-        return ReviewTiming(0, len(record["samples"]), None, None)
+        return ReviewTiming(0, len(ids), None, None)
     times.sort()
     mid = len(times) // 2
     median = times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
-    return ReviewTiming(len(times), len(record["samples"]), round(median, 1), round(sum(times), 1))
+    return ReviewTiming(len(times), len(ids), round(median, 1), round(sum(times), 1))
 
 
 def os_user() -> str:
@@ -283,47 +322,47 @@ def stdin_terminal() -> str | None:
 
 
 @writes_records
-def save_progress(path: Path, record: dict[str, Any]) -> None:
+def save_progress(path: Path, record: JsonObject) -> None:
     """Write an unsealed record atomically (a review can stop and resume)."""
     if is_sealed(record):
         raise RecordError("the record is sealed; it is never rewritten", "run `finetune inspect BRIEF` again")
     atomic_write_json(Path(path), record)
 
 
-def _parts(record: dict[str, Any]) -> dict[str, Any]:
+def _parts(record: JsonObject) -> JsonObject:
     meta = {k: record.get(k) for k in ("format", "brief", "created_at", "samples_file")}
     return {
         "meta": sha256_json(meta),
         "bindings": sha256_json(record.get("bindings")),
         "samples": sha256_json(record.get("samples")),
         "review": sha256_json(record.get("review")),
-        "verdicts": {sid: sha256_json(v) for sid, v in sorted(record.get("verdicts", {}).items())},
+        "verdicts": {sid: sha256_json(v) for sid, v in sorted(_object(record.get("verdicts")).items())},
     }
 
 
-def _seal_digest(record: dict[str, Any]) -> str:
+def _seal_digest(record: JsonObject) -> str:
     body = {k: v for k, v in record.items() if k != "seal"}
     return sha256_bytes(canonical_json(body))
 
 
-def verdict_counts(record: dict[str, Any]) -> dict[str, int]:
+def verdict_counts(record: JsonObject) -> dict[str, int]:
     """How many samples carry each verdict (VERDICTS), counted from the verdicts: the one count, which the seal
     stores and the gate reads."""
-    verdicts = record.get("verdicts") or {}
+    verdicts = _object(record.get("verdicts"))
     return {v: sum(1 for x in verdicts.values() if isinstance(x, dict) and x.get("verdict") == v) for v in VERDICTS}
 
 
-def missing_verdicts(record: dict[str, Any]) -> list[str]:
-    return [s["id"] for s in record["samples"] if s["id"] not in record["verdicts"]]
+def missing_verdicts(record: JsonObject) -> list[str]:
+    return [sid for sid in sample_ids(record) if sid not in verdicts_of(record)]
 
 
-def disagreements(record: dict[str, Any]) -> list[tuple[str, str]]:
+def disagreements(record: JsonObject) -> list[tuple[str, str]]:
     """(sample id, note) of every sample the person disagreed with, in sample order."""
     out = []
-    for s in record["samples"]:
-        v = record["verdicts"].get(s["id"])
-        if isinstance(v, dict) and v.get("verdict") == "disagree":
-            out.append((s["id"], str(v.get("note", ""))))
+    for sid in sample_ids(record):
+        v = verdict_of(record, sid)
+        if v is not None and v.get("verdict") == "disagree":
+            out.append((sid, str(v.get("note", ""))))
     return out
 
 
@@ -361,7 +400,7 @@ def reviewer_key(record_path: Path, reviewer: str, key_path: Path | None = None)
 
 
 @writes_records
-def seal(path: Path, reviewer: str, key: ReviewerKey | None = None) -> dict[str, Any]:
+def seal(path: Path, reviewer: str, key: ReviewerKey | None = None) -> JsonObject:
     """Seal a fully reviewed record: reviewer, time, OS user, terminal, seconds a sample, a sha256 over all of
     it, and the signature of `key` (default: `reviewer_key(path, reviewer)`). Returns the record."""
     path = Path(path)
@@ -374,17 +413,17 @@ def seal(path: Path, reviewer: str, key: ReviewerKey | None = None) -> dict[str,
     if missing:
         raise RecordError(f"{len(missing)} sample(s) have no verdict: {', '.join(missing[:10])}",
                           f"finish `finetune review {shown(path)}`")
-    stray = sorted(set(record["verdicts"]) - {s["id"] for s in record["samples"]})
+    stray = sorted(set(verdicts_of(record)) - set(sample_ids(record)))
     if stray:
         raise RecordError(f"verdicts for unknown samples: {', '.join(stray)}", "run `finetune inspect BRIEF` again")
     now = _samples_digest(path, record)
-    if now != record["bindings"].get("samples_sha256"):
+    if now != _object(record.get("bindings")).get("samples_sha256"):
         raise RecordError(f"{samples_path(path)} changed since `finetune inspect` wrote it",
                           "run `finetune inspect BRIEF` again")
     key = key or reviewer_key(path, reviewer.strip())
     counts = verdict_counts(record)
     timing = review_timing(record)
-    record["review"] = {"reviewer": reviewer.strip(), "sealed_at": utc_now(), "counts": counts,
+    record["review"] = {"reviewer": reviewer.strip(), "sealed_at": utc_now(), "counts": {**counts},
                         "os_user": os_user(), "tty": stdin_terminal(), "timed_samples": timing.timed,
                         "median_seconds": timing.median_seconds, "total_seconds": timing.total_seconds}
     digest = _seal_digest(record)
@@ -394,7 +433,7 @@ def seal(path: Path, reviewer: str, key: ReviewerKey | None = None) -> dict[str,
     return record
 
 
-def _samples_digest(path: Path, record: dict[str, Any]) -> str | None:
+def _samples_digest(path: Path, record: JsonObject) -> str | None:
     spath = Path(path).with_name(str(record.get("samples_file") or samples_path(path).name))
     try:
         return sha256_bytes(spath.read_bytes())
@@ -402,16 +441,16 @@ def _samples_digest(path: Path, record: dict[str, Any]) -> str | None:
         return None
 
 
-def _tamper_problems(record: dict[str, Any], redo: str) -> list[Problem]:
-    s = record["seal"]
+def _tamper_problems(record: JsonObject, redo: str) -> list[Problem]:
+    s = _object(record.get("seal"))
     if _seal_digest(record) == s.get("sha256"):
         return []
     fix = f"{redo}; never edit a sealed record"
-    stored = s.get("parts") if isinstance(s.get("parts"), dict) else {}
+    stored = _object(s.get("parts"))
     now = _parts(record)
     changed = [p for p in SEALED_PARTS if stored.get(p) != now[p]]
-    old_v: dict[str, Any] = stored["verdicts"] if isinstance(stored.get("verdicts"), dict) else {}
-    changed_v = sorted(sid for sid in set(old_v) | set(now["verdicts"]) if old_v.get(sid) != now["verdicts"].get(sid))
+    old_v, now_v = _object(stored.get("verdicts")), _object(now["verdicts"])
+    changed_v = sorted(sid for sid in set(old_v) | set(now_v) if old_v.get(sid) != now_v.get(sid))
     problems = []
     if changed_v:
         problems.append(Problem("tampered", "verdicts", "verdicts edited after sealing: sample(s) "
@@ -424,15 +463,15 @@ def _tamper_problems(record: dict[str, Any], redo: str) -> list[Problem]:
     return problems
 
 
-def _samples_problems(path: Path, record: dict[str, Any], redo: str) -> list[Problem]:
+def _samples_problems(path: Path, record: JsonObject, redo: str) -> list[Problem]:
     spath = Path(path).with_name(str(record.get("samples_file")))
     fix = f"{redo}; never edit the samples file"
     digest = _samples_digest(path, record)
     if digest is None:
         return [Problem("missing", "samples", f"samples file {spath} is missing", fix)]
-    if digest == record["bindings"].get("samples_sha256"):
+    if digest == _object(record.get("bindings")).get("samples_sha256"):
         return []
-    bound = {s["id"]: s["sha256"] for s in record["samples"]}
+    bound = {str(s.get("id")): s.get("sha256") for s in sample_refs(record)}
     try:
         lines = spath.read_bytes().splitlines(keepends=True)
         now: dict[str, str] = {}
@@ -452,11 +491,12 @@ def _samples_problems(path: Path, record: dict[str, Any], redo: str) -> list[Pro
     return [Problem("tampered", "samples", f"{spath.name} differs from the samples that were scored: {what}", fix)]
 
 
-def _signature_problems(record: dict[str, Any], path: Path, brief: Brief,
+def _signature_problems(record: JsonObject, path: Path, brief: Brief,
                         redo: str) -> tuple[list[Problem], signing.TrustedKey | None]:
     """A sealed record whose sha256 holds: its signature must verify and its key be trusted; a record sealed
     before signing passes with a warning until a trusted-keys file lists a key."""
-    block = record["seal"].get("signature")
+    seal_block = _object(record.get("seal"))
+    block = seal_block.get("signature")
     trust = signing.trust_for(path, brief.folder)
     listed = ", ".join(shown(f) for f in trust.files)
     if block is None:
@@ -468,20 +508,21 @@ def _signature_problems(record: dict[str, Any], path: Path, brief: Brief,
         return [Problem("unsigned", "seal", "sealed with a sha256 only (by a `finetune review` older than signing): "
                         "anyone can recompute it; this passes until a trusted-keys file lists a key",
                         f"for a signed review, {redo}", Severity.WARNING)], None
-    fault = signing.signature_fault(block, FORMAT, str(record["seal"].get("sha256")))
+    fault = signing.signature_fault(block, FORMAT, str(seal_block.get("sha256")))
     if fault:
         return [Problem("tampered", "seal", fault, f"{redo}; never edit a sealed record")], None
-    found = trust.find(str(block["public_key"]))
+    signed = _object(block)  # signature_fault found it an ed25519 block
+    found = trust.find(str(signed.get("public_key")))
     if found is not None:
         return [], found
     unread = "".join(f"; lines {', '.join(map(str, n))} of {shown(f)} are not keys" for f, n in trust.bad_lines.items())
     why = f" ({trust.excluded})" if trust.excluded else ""
     target = shown(locations.project_trusted_keys_path(trust.project))
-    return [Problem("untrusted_key", "seal", f"signed by key {block['key_id']}, which no trusted-keys file lists "
+    return [Problem("untrusted_key", "seal", f"signed by key {signed.get('key_id')}, which no trusted-keys file lists "
                     f"(read: {listed}{unread}){why}",
                     f"if that is your reviewer's key, add it in your own terminal: `finetune keys trust "
-                    f"{block['public_key']} --project {shown(trust.project)}` (the line `ed25519 "
-                    f"{block['public_key']} NAME` in {target}); otherwise {redo}")], None
+                    f"{signed.get('public_key')} --project {shown(trust.project)}` (the line `ed25519 "
+                    f"{signed.get('public_key')} NAME` in {target}); otherwise {redo}")], None
 
 
 @dataclass(frozen=True)
@@ -489,14 +530,14 @@ class InspectionCheck:
     """What verifying a record found: every problem, and the trusted key that signed it (None: unsigned or
     not trusted)."""
 
-    record: dict[str, Any] | None = None  # None when missing or malformed
+    record: JsonObject | None = None  # None when missing or malformed
     problems: list[Problem] = field(default_factory=list)
     signer: signing.TrustedKey | None = None
 
     @property
     def review(self) -> SealedReview | None:
         """The sealed review as a typed value, when the record holds one whose structure verified."""
-        if self.record is None or not is_sealed(self.record) or not isinstance(self.record.get("review"), dict):
+        if self.record is None or not is_sealed(self.record) or not review_of(self.record):
             return None
         return SealedReview.of(self.record)
 
@@ -514,14 +555,15 @@ class SealedReview:
     samples_sha256: str
 
     @classmethod
-    def of(cls, record: dict[str, Any]) -> SealedReview:
-        review = record["review"]
-        return cls(len(record["samples"]), str(review.get("reviewer", "")), str(review.get("sealed_at", "")),
-                   verdict_counts(record), review_timing(record), str(record["bindings"].get("samples_sha256", "")))
+    def of(cls, record: JsonObject) -> SealedReview:
+        review = review_of(record)
+        return cls(len(sample_refs(record)), str(review.get("reviewer", "")), str(review.get("sealed_at", "")),
+                   verdict_counts(record), review_timing(record),
+                   str(_object(record.get("bindings")).get("samples_sha256", "")))
 
 
 def check_inspection(brief: Brief, path: Path, model_identity: str | None = None,
-                     bindings: dict[str, Any] | None = None) -> InspectionCheck:
+                     bindings: JsonObject | None = None) -> InspectionCheck:
     """The record at `path`, every reason the gate cannot trust it for `brief`, and who signed it. `bindings`:
     the brief's `current_bindings`, when the caller has them already (a verb computes them once)."""
     path = Path(path)
@@ -544,8 +586,9 @@ def check_inspection(brief: Brief, path: Path, model_identity: str | None = None
             problems += found
     problems += _samples_problems(path, record, redo)
     current = bindings if bindings is not None else current_bindings(brief, model_identity)
-    problems += stale_problems(record["bindings"], current, redo, check_identity=model_identity is not None)
-    n = len(record["samples"])
+    problems += stale_problems(_object(record.get("bindings")), current, redo,
+                               check_identity=model_identity is not None)
+    n = len(sample_refs(record))
     if not MIN_SAMPLES <= n <= MAX_SAMPLES:
         problems.append(Problem("size", "samples", f"holds {n} samples; a review needs {MIN_SAMPLES}-{MAX_SAMPLES}",
                                 f"run `finetune inspect {shown(brief.path)} --samples 64` then `finetune review {shown(path)}`"))
@@ -566,7 +609,7 @@ def check_inspection(brief: Brief, path: Path, model_identity: str | None = None
 
 
 def verify_inspection(brief: Brief, path: Path, model_identity: str | None = None,
-                      bindings: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, list[Problem]]:
+                      bindings: JsonObject | None = None) -> tuple[JsonObject | None, list[Problem]]:
     """(the record at `path`, every reason the gate cannot trust it for `brief`): no problem (or only a
     `warning` one) means trusted; the record is None when it is missing or malformed."""
     checked = check_inspection(brief, path, model_identity, bindings)

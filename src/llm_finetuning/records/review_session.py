@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Any
+
+from llm_finetuning.jsonvalue import JsonObject
 
 VERDICT_KEYS = {"a": "agree", "d": "disagree", "u": "unsure"}
 
@@ -29,15 +30,15 @@ class ReviewSession:
     shown as missing rather than dropped, so the verdicts still line up with the record)."""
 
     def __init__(self, path: Path, key_path: Path | None = None) -> None:
-        from llm_finetuning.records.inspection import load_inspection, load_samples
+        from llm_finetuning.records.inspection import load_inspection, load_samples, sample_ids
 
         self.path = path
         self.key_path = key_path
         self.record = load_inspection(path)
         by_id = {s.get("id"): s for s in load_samples(path)}
-        self.samples: list[dict[str, Any]] = [
-            by_id.get(s["id"], {"id": s["id"], "prompt": "(missing)", "completion": "(missing)", "rewards": {}})
-            for s in self.record["samples"]]
+        self.samples: list[JsonObject] = [
+            by_id.get(sid, {"id": sid, "prompt": "(missing)", "completion": "(missing)", "rewards": {}})
+            for sid in sample_ids(self.record)]
         self.unjudged_seconds: dict[str, float] = {}  # time on a sample this session, not yet in a verdict
 
     @property
@@ -45,7 +46,13 @@ class ReviewSession:
         return len(self.samples)
 
     def reviewed(self) -> int:
-        return sum(1 for s in self.samples if s["id"] in self.record["verdicts"])
+        return sum(1 for s in self.samples if self.verdict(s) is not None)
+
+    def verdict(self, sample: JsonObject) -> JsonObject | None:
+        """The verdict on `sample` so far ({verdict, note, at, seconds}), or None."""
+        from llm_finetuning.records.inspection import verdict_of
+
+        return verdict_of(self.record, str(sample.get("id")))
 
     def counts(self) -> dict[str, int]:
         from llm_finetuning.records.inspection import verdict_counts
@@ -53,12 +60,12 @@ class ReviewSession:
         return verdict_counts(self.record)
 
     def first_missing(self) -> int | None:
-        return next((i for i, s in enumerate(self.samples) if s["id"] not in self.record["verdicts"]), None)
+        return next((i for i, s in enumerate(self.samples) if self.verdict(s) is None), None)
 
     def next_missing(self, after: int) -> int:
         """The next sample without a verdict after `after` (wrapping round), or n when none is left."""
         for j in list(range(after + 1, self.n)) + list(range(0, after + 1)):
-            if self.samples[j]["id"] not in self.record["verdicts"]:
+            if self.verdict(self.samples[j]) is None:
                 return j
         return self.n
 
@@ -80,14 +87,14 @@ class ReviewSession:
 
     def looked(self, i: int, seconds: float) -> None:
         """The person had sample i in front of them for `seconds`; it counts towards its next verdict."""
-        sid = self.samples[i]["id"]
+        sid = str(self.samples[i].get("id"))
         self.unjudged_seconds[sid] = self.unjudged_seconds.get(sid, 0.0) + seconds
 
     def judge(self, i: int, verdict: str, note: str) -> int:
         """Record the verdict on sample i (saved at once) and return the next sample without one (n: none)."""
         from llm_finetuning.records.inspection import save_progress, set_verdict
 
-        sid = self.samples[i]["id"]
+        sid = str(self.samples[i].get("id"))
         set_verdict(self.record, sid, verdict, note, self.unjudged_seconds.pop(sid, None))
         save_progress(self.path, self.record)
         return self.next_missing(i)
