@@ -13,7 +13,6 @@ Pure: imports no torch, transformers, trl, vllm or jsonschema on the fast path.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.gate.result import CheckResult, GateReport, Verdict
@@ -81,9 +80,9 @@ def record_files(brief: Brief) -> dict[str, Path]:
     return files
 
 
-def fingerprint_of(brief: Brief, record_sha256: dict[str, str | None], reward_bindings: list[dict[str, Any]]) -> str:
+def fingerprint_of(brief: Brief, record_sha256: dict[str, str | None], reward_bindings: object) -> str:
     """sha256 over what a passing gate trusted: the brief's text, every record file (`record_files`, by sha256),
-    and the reward specs and source files (`records.bindings.reward_bindings`). Any change changes it."""
+    and the reward specs and source files (`records.bindings.reward_bindings`). Every change changes it."""
     from llm_finetuning.fileio import sha256_json
 
     return sha256_json({

@@ -8,13 +8,15 @@ the check that needs it reports that reason; the package's own modules are impor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import Problem, UnusableInput
 from llm_finetuning.fileio import read_json_or_none
+from llm_finetuning.jsonvalue import JsonObject
 from llm_finetuning.rundir import read_diagnosis
 from llm_finetuning.rundir.diagnosis import Diagnosis
 from llm_finetuning.rundir.manifest import read_manifest
@@ -42,7 +44,7 @@ class ProtectionFacts:
 
     in_claude_code: bool  # the pinned client sets CLAUDECODE=1 for every Bash command
     project: Path
-    settings: dict[str, Any] | None  # .claude/settings.local.json merged over settings.json; None: neither there
+    settings: Mapping[str, object] | None  # .claude/settings.local.json merged over settings.json; None: neither there
     settings_problem: str = ""  # a settings file that cannot be read
     key_path: Path | None = None  # the reviewer's private key (locations.private_key_path)
     key_readable: bool = False  # it could be opened from this process
@@ -62,7 +64,7 @@ class GateContext:
     inspection_signer: str = ""  # who signed the record, as a trusted-keys file names them (`Ada (SHA256:...)`)
     judge_problems: list[str] | None = None  # None: the brief has no judge reward
     deviation: Deviation | None = None
-    model_config: dict[str, Any] | None = None  # config.json of a local model
+    model_config: JsonObject | None = None  # config.json of a local model
     trl_fields: frozenset[str] | None = None
     trl_problem: str = ""
     memory: Estimate | None = None
@@ -71,7 +73,7 @@ class GateContext:
     model_identity: str | None = None  # what the sampling verbs bound into the records (models.model_identity)
     # The brief's bindings now (records.bindings.current_bindings: reward specs and code, model, data), computed
     # once: both records are verified against them and the gate's fingerprint binds their reward code.
-    bindings: dict[str, Any] = field(default_factory=dict)
+    bindings: JsonObject = field(default_factory=dict)
     tracker_installed: dict[str, bool] = field(default_factory=dict)  # tracking.report_to name -> importable here
     protection: ProtectionFacts | None = None
 
@@ -116,7 +118,7 @@ def _load_deviation(brief: Brief) -> Deviation | None:
     return Deviation(str(ref), not problems, name, "; ".join(problems), task_ids)
 
 
-def _load_model_config(brief: Brief) -> dict[str, Any] | None:
+def _load_model_config(brief: Brief) -> JsonObject | None:
     if not brief.model.is_local(brief.folder):
         return None
     return read_json_or_none(brief.resolve(brief.model.id) / "config.json")
@@ -177,7 +179,7 @@ def _load_protection(brief: Brief) -> ProtectionFacts:
 
     project = locations.project_root(brief.folder)
     main = locations.project_settings_path(project)
-    merged: dict[str, Any] | None = None
+    merged: dict[str, object] | None = None
     problem = ""
     for path in (main, main.with_name("settings.local.json")):
         try:

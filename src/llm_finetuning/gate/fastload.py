@@ -11,8 +11,8 @@ pass is remembered. Only passes are cached, so an invalid brief is always report
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import llm_finetuning
 from llm_finetuning.brief import Brief
@@ -39,25 +39,31 @@ def _stat(p: Path) -> str:
     return f"{p}:{kind}:{st.st_size}:{st.st_mtime_ns}"
 
 
-def _named_paths(raw: dict[str, Any], folder: Path) -> list[Path] | None:
+def _section(raw: Mapping[str, object], key: str) -> Mapping[str, object]:
+    value = raw.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _named_paths(raw: Mapping[str, object], folder: Path) -> list[Path] | None:
     """Every path `check_brief` looks at for this brief, or None when one cannot be pinned down."""
     paths: list[Path] = []
-    data: dict[str, Any] = raw["data"] if isinstance(raw.get("data"), dict) else {}
+    data = _section(raw, "data")
     for key in ("train", "eval"):
         ref = data.get(key)
         if isinstance(ref, str):
             paths += [folder / ref, Path(ref).expanduser()]
-    model: dict[str, Any] = raw["model"] if isinstance(raw.get("model"), dict) else {}
+    model = _section(raw, "model")
     mid = model.get("id")
     if isinstance(mid, str):
         paths += [folder / mid, Path(mid).expanduser()]
         gguf = model.get("gguf_file")
         if isinstance(gguf, str):
             paths += [folder / mid / gguf, Path(mid).expanduser() / gguf]
-    rewards: list[Any] = raw["rewards"] if isinstance(raw.get("rewards"), list) else []
-    refs = [spec.get("fn") for spec in rewards if isinstance(spec, dict)]
-    episode: dict[str, Any] = raw["episode"] if isinstance(raw.get("episode"), dict) else {}
-    refs += list(episode.get("tools") or []) + [episode.get("environment")]
+    rewards = raw.get("rewards")
+    refs = [spec.get("fn") for spec in (rewards if isinstance(rewards, list) else []) if isinstance(spec, dict)]
+    episode = _section(raw, "episode")
+    tools = episode.get("tools")
+    refs += list(tools if isinstance(tools, list) else []) + [episode.get("environment")]
     template = episode.get("chat_template")
     if isinstance(template, str):
         paths += [folder / template, Path(template).expanduser()]
@@ -71,7 +77,7 @@ def _named_paths(raw: dict[str, Any], folder: Path) -> list[Path] | None:
     return paths
 
 
-def _cache_key(path: Path, text: str, raw: dict[str, Any]) -> str | None:
+def _cache_key(path: Path, text: str, raw: Mapping[str, object]) -> str | None:
     named = _named_paths(raw, path.parent)
     if named is None:
         return None

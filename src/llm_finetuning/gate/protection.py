@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning import locations
 from llm_finetuning.fileio import atomic_write_json, sha256_bytes
+from llm_finetuning.jsonvalue import JsonObject
 
 # sandbox on; no unsandboxed fallback when bubblewrap/Seatbelt is missing; `dangerouslyDisableSandbox` ignored
 SANDBOX_FLAGS: dict[str, bool] = {"enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False}
@@ -61,7 +61,8 @@ def plugin_locations() -> list[Path]:
         name, _, market = str(key).partition("@")
         if name != PLUGIN_NAME:
             continue
-        found += [Path(e["installPath"]) for e in entries if isinstance(e, dict) and isinstance(e.get("installPath"), str)]
+        found += [Path(str(e.get("installPath"))) for e in (entries if isinstance(entries, list) else [])
+                  if isinstance(e, dict) and isinstance(e.get("installPath"), str)]
         source = _mapping(_mapping(_json_object(plugins / "known_marketplaces.json"), market), "source")
         local = source.get("path") if source.get("source") in ("directory", "file") else None
         if isinstance(local, str):
@@ -69,7 +70,7 @@ def plugin_locations() -> list[Path]:
     return [Path(os.path.abspath(p)) for p in dict.fromkeys(found)]
 
 
-def _json_object(path: Path) -> dict[str, Any]:
+def _json_object(path: Path) -> JsonObject:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -153,7 +154,7 @@ class Protection:
                    (Path(os.path.abspath(claude_config_dir() / "settings.json")), project / ".mcp.json"),
                    (Path(os.path.abspath(locations.key_dir())),), tuple(plugins))
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, object]:
         """The settings fragment: sandbox flags, sandbox.filesystem and the permission deny rules."""
         rules = ([f"Edit(/{p}/**)" for p in self.deny_write] + [f"Edit(/{p})" for p in self.deny_write_files]
                  + [f"Read(/{p}/**)" for p in self.deny_read])
@@ -163,7 +164,7 @@ class Protection:
                 "permissions": {"deny": rules}}
 
 
-def merged_settings(existing: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any]:
+def merged_settings(existing: Mapping[str, object], fragment: Mapping[str, object]) -> dict[str, object]:
     """`existing` with `fragment` added: a list gains the entries it lacks (its own order kept), a mapping is
     merged key by key, any other value is replaced. Nothing of the person's own is dropped."""
     out = dict(existing)
@@ -188,7 +189,7 @@ def _sandbox_path(entry: str, project: Path) -> Path:
     return Path(os.path.abspath(project / entry))
 
 
-def _rule_paths(rules: Iterable[Any], tool: str, project: Path) -> list[Path]:
+def _rule_paths(rules: Iterable[object], tool: str, project: Path) -> list[Path]:
     """The folders `Tool(path/**)` deny rules name: `//abs` absolute, `~/` the home, `/x` and `x` in the project."""
     out = []
     for rule in rules:
@@ -206,16 +207,16 @@ def _covered(folder: Path, by: Iterable[Path]) -> bool:
     return any(folder == p or p in folder.parents for p in by)
 
 
-def _mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
+def _mapping(parent: Mapping[str, object], key: str) -> Mapping[str, object]:
     value = parent.get(key)
     return value if isinstance(value, dict) else {}
 
 
-def _strings(value: Any) -> list[str]:
+def _strings(value: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def missing_protection(settings: dict[str, Any], project: Path, records: Iterable[Path]) -> list[str]:
+def missing_protection(settings: Mapping[str, object], project: Path, records: Iterable[Path]) -> list[str]:
     """What the project's (merged) settings lack for the brief's records folders and the reviewer's key,
     one phrase each; empty when the protection holds."""
     sandbox = _mapping(settings, "sandbox")

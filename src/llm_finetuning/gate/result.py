@@ -7,7 +7,7 @@ gate's JSON carries the one error shape every verb prints (`problems`) beside it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llm_finetuning.errors import EXIT_OK, EXIT_REJECTED, Problem, Severity, TextEnum, problems_json
 
@@ -73,7 +73,7 @@ class GateReport:
     def passed(self) -> bool:
         return not self.failures
 
-    def render_advice(self) -> tuple[dict[str, Any], str]:
+    def render_advice(self) -> tuple[dict[str, object], str]:
         """The memory estimate's advice that render takes (vLLM share, sleep mode, distribution), or ({}, why
         not): `finetune render` and `finetune launch`'s re-render take it from the same place."""
         if self.memory is None:
@@ -98,7 +98,7 @@ class GateReport:
     def exit_code(self) -> int:
         return EXIT_OK if self.passed else EXIT_REJECTED
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The error shape (`ok`, `problems`), then the gate's own keys."""
         return problems_json(
             self.problems,

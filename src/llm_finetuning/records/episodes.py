@@ -5,41 +5,48 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 
 
-def _arguments(value: Any) -> str:
+def _arguments(value: JsonValue) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _content(value: Any) -> str:
+def _items(value: JsonValue) -> list[JsonObject]:
+    """The objects of a JSON list (messages, tool calls); [] for anything else."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _content(value: JsonValue) -> str:
     if isinstance(value, list):
         return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in value)
     return "" if value is None else str(value)
 
 
-def episode_summary(episode: dict[str, Any]) -> str:
+def episode_summary(episode: JsonObject) -> str:
     """One line: turns, tool calls, failed calls, and whether the turn limit cut it."""
     turns, calls, failed = episode.get("turns", 0), episode.get("tool_calls", 0), episode.get("tool_failures", 0)
     cut = ", cut at the turn limit" if episode.get("cut_at_limit") else ""
     return f"{turns} turn(s), {calls} tool call(s), {failed} failed{cut}"
 
 
-def episode_transcript(episode: dict[str, Any]) -> str:
+def episode_transcript(episode: JsonObject) -> str:
     """The episode's messages as plain text, one block per turn, the final answer last."""
     lines: list[str] = []
     turn = 0
-    messages = [m for m in episode.get("messages") or [] if isinstance(m, dict)]
+    messages = _items(episode.get("messages"))
     for m in messages:
         if m.get("role") == "tool":
             lines.append(f"  <- {m.get('name', '?')} returned: {_content(m.get('content'))}")
             continue
         turn += 1
         text = _content(m.get("content")).strip()
-        calls = m.get("tool_calls") or []
         lines.append(f"[turn {turn}] model" + (f": {text}" if text else ""))
-        for call in calls:
-            fn = call.get("function", call) if isinstance(call, dict) else {}
+        calls = m.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            inner = call.get("function", call) if isinstance(call, dict) else {}
+            fn = inner if isinstance(inner, dict) else {}
             lines.append(f"  -> calls {fn.get('name', '?')}({_arguments(fn.get('arguments', {}))})")
     final = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
     answer = _content(final.get("content")).strip() if final and not final.get("tool_calls") else ""
@@ -50,7 +57,7 @@ def episode_transcript(episode: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def completion_view(sample: dict[str, Any]) -> tuple[str, str]:
+def completion_view(sample: JsonObject) -> tuple[str, str]:
     """(label, text) of what a sample's model wrote: its episode when it has one, else its completion."""
     episode = sample.get("episode")
     if isinstance(episode, dict):
@@ -69,7 +76,7 @@ def _cut(text: str, width: int = LINE) -> str:
     return one if len(one) <= width else one[: width - 1] + "…"
 
 
-def prompt_lines(prompt: Any) -> list[str]:
+def prompt_lines(prompt: JsonValue) -> list[str]:
     """A prompt folded for the review: the system prompt on one line, the worked episodes (the turns before the
     last user message) summarised on one line, then the last user message in full. A plain string as it is."""
     if not isinstance(prompt, list):
@@ -91,7 +98,7 @@ def prompt_lines(prompt: Any) -> list[str]:
     return lines
 
 
-def _schema_summary(schema: Any) -> str:
+def _schema_summary(schema: JsonValue) -> str:
     """A JSON schema of call arguments in a few words: `a in [57, 58], b in [57, 58]`."""
     if not isinstance(schema, dict):
         return _arguments(schema)
@@ -110,7 +117,7 @@ def _schema_summary(schema: Any) -> str:
     return ", ".join(parts)
 
 
-def reference_lines(reference: Any) -> list[str]:
+def reference_lines(reference: JsonValue) -> list[str]:
     """The reference summarised, one line a field: expected calls as `name(argument constraints)`, any other
     value as compact JSON cut to the line (the inspection report keeps it whole)."""
     if not isinstance(reference, dict):
@@ -118,7 +125,7 @@ def reference_lines(reference: Any) -> list[str]:
     lines = []
     for key, value in reference.items():
         if isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v for v in value):
-            calls = "; ".join(f"{v['name']}({_schema_summary(v.get('arguments'))})" for v in value)
+            calls = "; ".join(f"{v.get('name')}({_schema_summary(v.get('arguments'))})" for v in _items(value))
             lines.append(_cut(f"{key}: {len(value)} call(s): {calls}"))
         else:
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str,
@@ -127,12 +134,12 @@ def reference_lines(reference: Any) -> list[str]:
     return lines
 
 
-def special_tokens_in_turns(episode: dict[str, Any]) -> list[str]:
+def special_tokens_in_turns(episode: JsonObject) -> list[str]:
     """`turn N: <|im_start|>, ...` for each model turn whose text holds raw chat-format tokens or tool-result
     tags: the model wrote the format itself (a made-up tool result, a new user turn), which no reward may see."""
     found, turn = [], 0
-    for m in episode.get("messages") or []:
-        if not isinstance(m, dict) or m.get("role") == "tool":
+    for m in _items(episode.get("messages")):
+        if m.get("role") == "tool":
             continue
         turn += 1
         tokens = list(dict.fromkeys(SPECIAL_TOKEN.findall(_content(m.get("content")))))

@@ -6,7 +6,6 @@ TRL's field list is read from its source by `gate.trl_fields` (loaded into the c
 from __future__ import annotations
 
 import difflib
-from typing import Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.brief.variants import variant_decides
@@ -26,7 +25,7 @@ DECIDED_ELSEWHERE = {
 SCALE_REWARDS_ALIASES = {True: "group", False: "none"}
 
 
-def _normal(key: str, value: Any) -> Any:
+def _normal(key: str, value: object) -> object:
     if key == "scale_rewards" and isinstance(value, bool):
         return SCALE_REWARDS_ALIASES[value]
     return value

@@ -8,8 +8,6 @@ is healthy, and the warning names those findings as what the deviation run shoul
 
 from __future__ import annotations
 
-from typing import Any
-
 from llm_finetuning.brief import RECIPE_BETA, RECIPE_LEARNING_RATE, Brief, GrpoSpec
 from llm_finetuning.brief.schedule import Schedule
 from llm_finetuning.gate.context import GateContext
@@ -30,7 +28,7 @@ def yaml_number(x: float) -> str:
     return f"{mantissa}e{sign}{exponent.lstrip('+-').lstrip('0') or '0'}"
 
 
-def deviations(grpo: GrpoSpec) -> list[tuple[str, Any, float]]:
+def deviations(grpo: GrpoSpec) -> list[tuple[str, float, float]]:
     out = []
     if grpo.learning_rate != RECIPE_LEARNING_RATE:
         out.append(("learning_rate", grpo.learning_rate, RECIPE_LEARNING_RATE))

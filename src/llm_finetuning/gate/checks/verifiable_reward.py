@@ -1,7 +1,7 @@
 """The task has a verifiable signal: at least one reward is computed by code from the completion.
 
 A `judge` reward alone is a subjective rubric: it routes to eval-harness-first and is usable only with a
-judge calibration record that agrees with human labels. Any judge reward needs that record.
+judge calibration record that agrees with human labels. Every judge reward needs that record.
 """
 
 from __future__ import annotations
