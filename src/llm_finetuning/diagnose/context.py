@@ -12,7 +12,6 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.diagnose.trajectory import Completion, read_completions
@@ -46,12 +45,13 @@ class HeldOut:
 
 def read_heldout(path: Path) -> HeldOut | None:
     """The base and trained pass@1 of RUN_DIR/eval.json; None when it is absent or not `finetune eval`'s."""
-    data: Any = read_json_or_none(path)
-    try:
-        return HeldOut(float(data["base"]["pass_at_1"]), float(data["trained"]["pass_at_1"]),
-                       data["beyond_noise"] is True)
-    except (TypeError, KeyError, ValueError):
+    data = read_json_or_none(path) or {}
+    base, trained = data.get("base"), data.get("trained")
+    before = base.get("pass_at_1") if isinstance(base, dict) else None
+    after = trained.get("pass_at_1") if isinstance(trained, dict) else None
+    if "beyond_noise" not in data or not isinstance(before, (int, float)) or not isinstance(after, (int, float)):
         return None
+    return HeldOut(float(before), float(after), data["beyond_noise"] is True)
 
 
 @dataclass

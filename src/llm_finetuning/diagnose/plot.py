@@ -9,10 +9,14 @@ shades its steps in every panel. matplotlib is imported inside the function, thr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from llm_finetuning.diagnose.rules import Finding, failure_modes
 from llm_finetuning.diagnose.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 PANELS = 5
 _FINDING_COLOURS = ["#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f",
@@ -40,7 +44,7 @@ def _spans(steps: list[int], logged: list[int]) -> list[tuple[float, float]]:
 
 
 def plot_run(traj: Trajectory, findings: list[Finding], path: str | Path | None = None,
-             title: str | None = None, reward_range: tuple[float, float] | None = None) -> Any:
+             title: str | None = None, reward_range: tuple[float, float] | None = None) -> Figure:
     """Draw the run and return the matplotlib Figure (with PANELS axes); save a PNG when `path` is given.
     `reward_range`: what the total reward can score (0 to 1 for one 0/1 reward): the mean ± std band stays
     inside it. Steps are integers on the x axis, also for a run of three."""
@@ -53,10 +57,11 @@ def plot_run(traj: Trajectory, findings: list[Finding], path: str | Path | None 
     FigureCanvasAgg(fig)
     axes = fig.subplots(PANELS, 1, sharex=True)
 
-    def line(ax: Any, key: str, label: str, **kw: Any) -> bool:
+    def line(ax: Axes, key: str, label: str, color: str | None = None, linestyle: str = "-") -> bool:
         s = traj.series(key)
         if s:
-            ax.plot(s.steps, s.values, label=label, marker="." if len(s) < 60 else None, **kw)
+            ax.plot(s.steps, s.values, label=label, marker="." if len(s) < 60 else None, color=color,
+                    linestyle=linestyle)
         return bool(s)
 
     ax = axes[0]
@@ -119,7 +124,7 @@ def plot_run(traj: Trajectory, findings: list[Finding], path: str | Path | None 
     return fig
 
 
-def _finish(ax: Any, drawn: bool, key: str) -> None:
+def _finish(ax: Axes, drawn: bool, key: str) -> None:
     ax.grid(True, alpha=0.3)
     if drawn:
         ax.legend(loc="best", fontsize=8)

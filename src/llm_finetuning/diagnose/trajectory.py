@@ -16,10 +16,10 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import sha256_file
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.rundir import END_EVENT, METRICS, TRAINER_STATE
 from llm_finetuning.rundir.checkpoints import checkpoint_dirs
 
@@ -108,7 +108,7 @@ class Trajectory:
         return sha256_file(self.source)
 
 
-def _num(value: Any) -> float | None:
+def _num(value: JsonValue) -> float | None:
     """A metric value as float (NaN and infinities kept), None when missing or not a number."""
     if isinstance(value, bool) or value is None:
         return None
@@ -122,7 +122,7 @@ def _num(value: Any) -> float | None:
     return None
 
 
-def _from_events(source: Path, events: list[dict[str, Any]], skipped: int) -> Trajectory:
+def _from_events(source: Path, events: list[JsonObject], skipped: int) -> Trajectory:
     """Training rows (the last event per step wins, e.g. after a resume), eval rows and the end marker."""
     by_step: dict[int, dict[str, float | None]] = {}
     eval_rows: list[tuple[int, dict[str, float | None]]] = []
@@ -146,7 +146,7 @@ def _from_events(source: Path, events: list[dict[str, Any]], skipped: int) -> Tr
                       ended=ended, end_step=end_step, skipped_lines=skipped)
 
 
-def _int(value: Any) -> int | None:
+def _int(value: JsonValue) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -159,7 +159,7 @@ def _int(value: Any) -> int | None:
 def read_metrics_jsonl(path: Path) -> Trajectory:
     """Parse `metrics.jsonl`. A line that is not a JSON object is skipped and counted (a live run may be
     mid-write on its last line); a file with no training step at all is unusable."""
-    events: list[dict[str, Any]] = []
+    events: list[JsonObject] = []
     skipped = 0
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -264,12 +264,12 @@ class EpisodeStats:
     ended_on_call: bool  # its last turn still called a tool: cut by max_tool_calling_iterations or the length
 
     @classmethod
-    def of(cls, messages: list[Any]) -> EpisodeStats | None:
+    def of(cls, messages: list[JsonValue]) -> EpisodeStats | None:
         msgs = [m for m in messages if isinstance(m, dict)]
         if not any(m.get("role") == "tool" or m.get("tool_calls") for m in msgs):
             return None
         assistant = [m for m in msgs if m.get("role", "assistant") == "assistant"]
-        calls = sum(len(m.get("tool_calls") or []) for m in assistant)
+        calls = sum(len(c) for m in assistant if isinstance(c := m.get("tool_calls"), list))
         failures = sum(1 for m in msgs if m.get("role") == "tool" and str(m.get("content", "")).startswith("{'error':"))
         return cls(len(assistant), calls, failures, bool(assistant and assistant[-1].get("tool_calls")))
 

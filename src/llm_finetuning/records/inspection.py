@@ -428,7 +428,7 @@ def seal(path: Path, reviewer: str, key: ReviewerKey | None = None) -> JsonObjec
                         "median_seconds": timing.median_seconds, "total_seconds": timing.total_seconds}
     digest = _seal_digest(record)
     record["seal"] = {"algorithm": "sha256", "parts": _parts(record), "sha256": digest,
-                      "signature": signing.sign(key.key, FORMAT, digest)}
+                      "signature": {**signing.sign(key.key, FORMAT, digest)}}
     atomic_write_json(path, record)
     return record
 

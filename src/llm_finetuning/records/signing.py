@@ -21,7 +21,7 @@ import base64
 import binascii
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llm_finetuning import locations
 from llm_finetuning.errors import UnusableInput
@@ -250,14 +250,14 @@ def signed_message(record_format: str, digest: str) -> bytes:
     return f"{record_format} sha256:{digest}".encode()
 
 
-def sign(key: Ed25519PrivateKey, record_format: str, digest: str) -> dict[str, Any]:
+def sign(key: Ed25519PrivateKey, record_format: str, digest: str) -> dict[str, str]:
     """The signature block over a seal's sha256."""
     public = public_key_of(key)
     value = key.sign(signed_message(record_format, digest))
     return {"algorithm": ALGORITHM, "public_key": public, "key_id": key_id(public), "value": _b64(value)}
 
 
-def signature_fault(block: Any, record_format: str, digest: str) -> str:
+def signature_fault(block: object, record_format: str, digest: str) -> str:
     """Why the signature block does not prove that its key signed `digest` ('' when it does)."""
     if not isinstance(block, dict) or block.get("algorithm") != ALGORITHM:
         return "seal.signature is not an ed25519 signature block"
