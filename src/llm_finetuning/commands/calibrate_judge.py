@@ -70,7 +70,7 @@ def _report(entry: Mapping[str, object], record_path: Path) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -> None:
     """Score human-labelled items with the brief's judge and write the judge calibration record."""
-    from llm_finetuning.records.judge_calibration import judge_specs, write_record
+    from llm_finetuning.records.judge_calibration import judge_args, judge_specs, write_record
     from llm_finetuning.records.judge_labels import calibrate, load_labels
     from llm_finetuning.reward_registry import name_occurrence
     from llm_finetuning.rewards import build_reward
@@ -86,7 +86,8 @@ def command(brief: Path, labels: Path, reward_name: str | None, as_json: bool) -
     if entry["figures"]["n_scored"] == 0:
         failures = ", ".join(f"{k[len('failed_'):]} x{v}" for k, v in entry["failures"].items()) or "unknown"
         fail(UnusableInput(f"rewards[{index}]: the judge scored none of the {len(items)} items ({failures})",
-                                    f"check that {spec['args']['endpoint']} serves {spec['args']['model']}"), as_json)
+                                    f"check that {judge_args(spec).get('endpoint')} serves "
+                                    f"{judge_args(spec).get('model')}"), as_json)
     record_path = loaded.resolve(loaded.records.judge_calibration)
     write_record(record_path, entry)
     if as_json:

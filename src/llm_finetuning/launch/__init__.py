@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from llm_finetuning.brief import Brief
 from llm_finetuning.errors import (

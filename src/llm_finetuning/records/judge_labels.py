@@ -13,21 +13,24 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from llm_finetuning.errors import UnusableInput
 from llm_finetuning.fileio import sha256_file
+from llm_finetuning.jsonvalue import JsonObject, JsonValue
 from llm_finetuning.records.judge_calibration import (
     MIN_ITEMS,
+    CalibrationEntry,
     agreement_figures,
+    judge_args,
     judge_binding,
     min_agreement,
 )
 
 
-def _label_value(value: Any) -> float | None:
+def _label_value(value: JsonValue) -> float | None:
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     if isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1:
@@ -37,7 +40,7 @@ def _label_value(value: Any) -> float | None:
     return None
 
 
-def load_labels(path: Path) -> list[dict[str, Any]]:
+def load_labels(path: Path) -> list[JsonObject]:
     """The labelled items of a JSONL file; UnusableInput naming the line of the first bad one."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -67,16 +70,17 @@ def load_labels(path: Path) -> list[dict[str, Any]]:
     return items
 
 
-def calibrate(judge: Any, spec: dict[str, Any], name: str, items: list[dict[str, Any]],
-              labels_path: Path) -> dict[str, Any]:
-    """Score the items with `judge` and return this judge's calibration entry."""
+def calibrate(judge: Callable[..., list[float | None]], spec: Mapping[str, object], name: str,
+              items: list[JsonObject], labels_path: Path) -> CalibrationEntry:
+    """Score the items with `judge` (`load_labels`' items, each label a number) and return this judge's
+    calibration entry."""
     extra = sorted({k for it in items for k in it} - {"prompt", "completion", "label"})
     columns = {k: [it.get(k) for it in items] for k in extra}  # passed through as in training
     scores = judge(prompts=[it["prompt"] for it in items], completions=[it["completion"] for it in items],
                    **columns)
-    labels = [float(it["label"]) for it in items]
+    labels = [float(label) for it in items if isinstance(label := it["label"], (int, float))]
     figures = agreement_figures(labels, scores)
-    args = spec.get("args", {})
+    args = judge_args(spec)
     threshold = min_agreement(args)
     return {
         "reward": name,
@@ -86,6 +90,7 @@ def calibrate(judge: Any, spec: dict[str, Any], name: str, items: list[dict[str,
         "min_agreement": threshold,
         "meets_threshold": figures["n_scored"] > 0 and figures["agreement"] >= threshold,
         "failures": {k: v for k, v in sorted(getattr(judge, "stats", {}).items()) if k.startswith("failed_")},
-        "items": [{"index": i, "label": lab, "judge": s} for i, (lab, s) in enumerate(zip(labels, scores, strict=True))],
+        "items": [{"index": i, "label": lab, "judge": s}
+                  for i, (lab, s) in enumerate(zip(labels, scores, strict=True))],
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
