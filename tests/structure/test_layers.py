@@ -89,7 +89,6 @@ LAYERS: dict[str, set[str]] = {
         "reward_registry",  # which logged rewards are verifiers
         "memory.shapes",  # a MoE finding needs the model's shape
         "models",  # is_moe: the one reading of a config.json's experts
-        "records.diagnosis",  # the diagnosis.json record the gate verifies: its format
         "rundir",  # the run's metrics, completions, evaluations, checkpoints and manifest
     },
     "evaluation": {
@@ -133,7 +132,8 @@ LAYERS: dict[str, set[str]] = {
 CORE = ("cli", "commands", "brief", "gate", "render", "rewards", "records", "diagnose", "memory", "errors",
         "fileio", "locations", "sandbox", "broker")
 HEAVY = {"torch", "transformers", "trl", "vllm", "peft", "accelerate", "datasets"}
-# The bottom of the stack: these import no other module of the package (FOUNDATION's `fileio` and `errors` aside).
+# The bottom of the stack: these import no other module of the package (FOUNDATION's `fileio`, `errors` and the JSON
+# value types of `jsonvalue` aside).
 BOTTOM = ("reward_registry", "errors", "rundir")
 
 # Imports that run against LAYERS and are not removed yet, as (importing module, imported module): the reason
