@@ -105,3 +105,25 @@ def test_missing_training_record_names_the_evaluation_records_beside_it(brief: A
     [problem] = verify_baseline(brief, path)[1]
     assert problem.id == "missing"
     assert "baseline.t0.7.json beside it measure evaluation settings, not the training temperature" in problem.message
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("k", "eight", "field 'k' is not a positive integer"),
+    ("pass_at_1", None, "field 'pass_at_1' is None; expected a number in [0, 1]"),
+    ("mean_reward", {"exact_match": None}, "field 'mean_reward.exact_match' is null"),
+    ("prompts", {"indices": ["a"]}, "field 'prompts.indices'"),
+    ("sampling", {"temperature": "hot"}, "field 'sampling.temperature' is 'hot'; expected a number"),
+    ("per_prompt", "all", "field 'per_prompt'"),
+])
+def test_a_field_of_the_wrong_type_is_named_with_the_file_and_the_fix(brief: Any, field: str, value: object,
+                                                                       says: str) -> None:
+    path = build_baseline(brief)
+    rec = json.loads(path.read_text())
+    path.write_text(json.dumps({**rec, field: value}))
+    with pytest.raises(baseline.UnusableInput) as caught:
+        baseline.load_baseline(path)
+    assert caught.value.message == f"{path} {says}" or (str(path) in caught.value.message
+                                                        and says in caught.value.message)
+    assert caught.value.fix == "run `finetune baseline BRIEF` again"
+    [problem] = verify_baseline(brief, path)[1]
+    assert problem.id == "malformed" and says in problem.message

@@ -111,6 +111,13 @@ def _text(value: JsonValue, key: str) -> str | None:
     return value
 
 
+def _mean(value: JsonValue, reward: str) -> float:
+    mean = _number(value, f"mean_reward.{reward}")
+    if mean is None:
+        raise MalformedBaseline(f"field 'mean_reward.{reward}' is null; expected a number")
+    return mean
+
+
 def _object(value: JsonValue, key: str) -> JsonObject:
     if not isinstance(value, dict):
         raise MalformedBaseline(f"field {key!r} is missing or not an object")
@@ -233,7 +240,7 @@ class Baseline:
         return cls(
             _text(data.get("model"), "model"), _text(data.get("created_at"), "created_at"),
             BaselinePrompts.from_json(prompts), k, fractions[0], fractions[1], fractions[2], fractions[3],
-            {name: _number(v, f"mean_reward.{name}") or 0.0 for name, v in mean_reward.items()}, bindings,
+            {name: _mean(v, name) for name, v in mean_reward.items()}, bindings,
             BaselineSampling.from_json(_object(sampling, "sampling")) if sampling is not None else None,
             tuple(s for s in per_prompt if isinstance(s, int)) if isinstance(per_prompt, list) else None,
             tuple(a for a in advice if isinstance(a, str) and a) if isinstance(advice, list) else (),
