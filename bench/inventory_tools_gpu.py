@@ -17,6 +17,9 @@ example ships is written with it). Then:
 - `script`: bench/handwritten_tool_grpo.py, GRPOTrainer with `tools=[...]`, the same data, a reward on the
   answer, the same G, batch, length, temperature, seed, constant learning rate and steps, started at once.
 
+With `--seeds A,B,C` the recipe run is made once and then, for each seed, one learning run and one script run side
+by side on the GPU; the result holds each seed's runs and the mean gain of each side.
+
 Both trained models are scored by the same evaluator, `finetune eval` (the script's model through `--brief`), on
 the baseline record's prompts and samples. Results: --out (default $OUT or bench/results)/inventory-tools-h200.json
 (inventory-tools-smoke.json with --smoke), written stage by stage, and each run's diagnosis.
@@ -25,7 +28,7 @@ the baseline record's prompts and samples. Results: --out (default $OUT or bench
 math-exact's one-digit sums, "reply with only the number", for the embedded model at temperature 0.7, scored by
 exact_match on a reply that is the number alone (the model restates the question first). Results: addition-h200.json.
 
-    python bench/inventory_tools_gpu.py --steps 40 --lr 3e-5 --eval-prompts 64 --k 8
+    python bench/inventory_tools_gpu.py --steps 40 --lr 3e-5 --eval-prompts 64 --k 8 --seeds 3407,1234,2026
     python bench/inventory_tools_gpu.py --task addition --steps 40 --lr 3e-5 --eval-prompts 64 --k 8
     python bench/inventory_tools_gpu.py --smoke     # CPU, the tiny random model, 2 steps: the machinery only
 """
@@ -310,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                                               "rule": "the highest base pass@1 under 10% with pass@k above 0"})
         write_demos(work, chosen)
     elif tools:
+        save(args.out, name, "demo_designs", {"chosen": args.demos, "measured": None})  # named, not measured here
         write_demos(work, args.demos)
     scripts = {seed: start_script(work, model_dir, args.steps, args.lr, seed) for seed in seeds} if tools else {}
     finetune("baseline", str(recipe), "--prompts", str(args.eval_prompts), "--k", str(args.k))
